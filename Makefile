@@ -1,0 +1,112 @@
+# flare — build, test, demo, bench. Every entry point installs missing Debian packages first
+# (scripts/deps.sh: one dpkg-query when nothing is missing).
+#
+#   make            library (static + shared) and the flare binary, in build/
+#   make test       unit + conformance + parity tests, then again under ASan+UBSan, fuzz smoke
+#   make demo       train LeNet-5 on Fashion-MNIST briefly, evaluate, show the layer table
+#   make bench      benchmarks, printed as ratios against named baselines
+#
+# Sources are found by wildcard: a new src/<module>/*.c, tests/test_*.c or bench/*.c needs no
+# edit here.
+
+CC      ?= gcc
+Q       ?= @
+MODE    ?= release
+BUILD   ?= build
+PKGS    := openblas libprotobuf-c libcjson libpng zlib libcurl
+WARN    := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wstrict-prototypes
+CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -fPIC -Iinclude -Isrc -I$(BUILD)/gen $(WARN) \
+               $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+ifeq ($(MODE),san)
+  CFLAGS_MODE := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+                 -fno-omit-frame-pointer
+  LDFLAGS_MODE := -fsanitize=address,undefined
+else
+  CFLAGS_MODE := -O3 -g
+  LDFLAGS_MODE :=
+endif
+CFLAGS  := $(CFLAGS_BASE) $(CFLAGS_MODE) $(EXTRA_CFLAGS)
+LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -lpthread
+LDFLAGS := $(LDFLAGS_MODE)
+
+PROTO   := /usr/include/onnx/onnx.proto
+GEN_C   := $(BUILD)/gen/onnx/onnx.pb-c.c
+GEN_H   := $(BUILD)/gen/onnx/onnx.pb-c.h
+
+LIB_SRC := $(filter-out src/cli/%,$(wildcard src/*/*.c))
+CLI_SRC := $(wildcard src/cli/*.c)
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/onnx.pb-c.o
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+TEST_SRC := $(wildcard tests/test_*.c)
+TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+BENCH_SRC := $(wildcard bench/*.c)
+BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+
+.PHONY: all deps test test-fast test-san demo bench clean fuzz-smoke
+all: deps $(BUILD)/flare $(BUILD)/libflare.so
+
+deps:
+	@scripts/deps.sh build
+
+$(GEN_C) $(GEN_H): $(PROTO)
+	@mkdir -p $(BUILD)/gen/onnx
+	cd $(dir $(PROTO)) && protoc-c --c_out=$(abspath $(BUILD)/gen/onnx) onnx.proto
+
+$(BUILD)/obj/gen/onnx.pb-c.o: $(GEN_C)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Wno-error -c $< -o $@
+
+$(BUILD)/obj/%.o: %.c $(GEN_H)
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/libflare.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/libflare.so: $(LIB_OBJ)
+	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/flare: $(CLI_OBJ) $(BUILD)/libflare.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: tests/%.c tests/testutil.h $(BUILD)/libflare.a
+	@mkdir -p $(dir $@)
+	@echo "  TEST    $@"
+	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libflare.a $(LDFLAGS) $(LDLIBS) -lcmocka
+
+$(BUILD)/bench/%: bench/%.c $(BUILD)/libflare.a
+	@mkdir -p $(dir $@)
+	@echo "  BENCH   $@"
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libflare.a $(LDFLAGS) $(LDLIBS)
+
+# Tests: release build, then the same tests under AddressSanitizer + UndefinedBehaviorSanitizer,
+# then each fuzz harness for a few seconds.
+test:
+	@scripts/deps.sh test
+	$(MAKE) --no-print-directory test-fast
+	$(MAKE) --no-print-directory test-san
+	$(MAKE) --no-print-directory fuzz-smoke
+
+test-fast: $(BUILD)/flare $(TEST_BIN)
+	@tests/run.sh $(BUILD)
+
+test-san:
+	$(MAKE) --no-print-directory MODE=san BUILD=build-san test-fast
+
+fuzz-smoke:
+	@fuzz/smoke.sh
+
+demo: all
+	@scripts/demo.sh $(BUILD)/flare
+
+bench:
+	@scripts/deps.sh bench
+	$(MAKE) --no-print-directory $(BUILD)/flare $(BENCH_BIN)
+	@bench/run.sh $(BUILD)
+
+clean:
+	rm -rf build build-san build-fuzz
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

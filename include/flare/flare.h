@@ -1,0 +1,78 @@
+/* flare.h — the base of every flare module: status codes, error messages, the random
+ * number generator, threads and atomic file writes.
+ *
+ * Conventions used across the library:
+ *   - functions that can fail return an fl_status and, on failure, fill an fl_err with a
+ *     human-readable message that names the file / node / flag that was wrong;
+ *   - objects come in *_new / *_free pairs (or *_load / *_free); *_free(NULL) is a no-op;
+ *   - every random decision draws from an explicit fl_rng, so a run is reproducible from the
+ *     seed it prints.
+ */
+#ifndef FLARE_FLARE_H
+#define FLARE_FLARE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FLARE_VERSION "0.1.0"
+
+typedef enum fl_status {
+    FL_OK = 0,
+    FL_ERR_NOMEM,       /* allocation failed */
+    FL_ERR_IO,          /* open/read/write/rename failed */
+    FL_ERR_FORMAT,      /* a file is truncated, corrupted or not what it claims to be */
+    FL_ERR_UNSUPPORTED, /* valid input flare does not handle (op, attribute, dtype) */
+    FL_ERR_SHAPE,       /* tensor shapes do not fit together */
+    FL_ERR_ARG,         /* bad argument / flag value */
+    FL_ERR_NAN,         /* NaN or Inf where finite numbers are required */
+    FL_ERR_NOTFOUND,    /* a named thing (layer, file, dataset) does not exist */
+    FL_ERR_COUNT_
+} fl_status;
+
+/* Short fixed description of a status code ("out of memory", ...). */
+const char *fl_strerror(fl_status st);
+
+/* Error detail filled by failing functions. Always NUL-terminated. */
+typedef struct fl_err {
+    fl_status status;
+    char msg[512];
+} fl_err;
+
+/* Fill e (may be NULL) with a printf-style message and return st. Typical use:
+ *     return fl_fail(e, FL_ERR_FORMAT, "%s: truncated header", path); */
+fl_status fl_fail(fl_err *e, fl_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- random numbers: xoshiro256** with explicit state ---------------------------------- */
+typedef struct fl_rng {
+    uint64_t s[4];
+} fl_rng;
+
+void fl_rng_seed(fl_rng *r, uint64_t seed); /* splitmix64 expansion of seed */
+uint64_t fl_rng_u64(fl_rng *r);
+uint32_t fl_rng_below(fl_rng *r, uint32_t n); /* uniform in [0, n), n > 0 */
+float fl_rng_uniform(fl_rng *r);              /* uniform in [0, 1) */
+float fl_rng_normal(fl_rng *r);               /* standard normal (Box-Muller) */
+void fl_rng_shuffle(fl_rng *r, int64_t *idx, int64_t n);
+
+/* ---- threads ------------------------------------------------------------------------------
+ * flare parallelises inside BLAS (OpenBLAS pthreads) and nowhere else, so results depend only
+ * on the seed and the thread count. fl_threads_set(0) means: OPENBLAS_NUM_THREADS if set,
+ * else the number of online CPUs. */
+void fl_threads_set(int n);
+int fl_threads_get(void);
+
+/* ---- files --------------------------------------------------------------------------------- */
+/* Read a whole file (gzip-compressed files are inflated when the path ends in ".gz"). */
+fl_status fl_file_read(const char *path, uint8_t **buf, size_t *len, fl_err *e);
+/* Write path atomically: write path.tmp.<pid>, fsync, rename over path. */
+fl_status fl_file_write_atomic(const char *path, const void *buf, size_t len, fl_err *e);
+
+/* ---- logging ------------------------------------------------------------------------------ */
+extern int fl_verbosity; /* 0 quiet, 1 normal (default), 2 debug */
+void fl_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Elapsed wall-clock seconds since an arbitrary fixed point (monotonic). */
+double fl_now(void);
+
+#endif

@@ -1,0 +1,119 @@
+/* Whole-file reads (with transparent gunzip for *.gz) and atomic writes. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "flare/flare.h"
+
+static int ends_with(const char *s, const char *suffix) {
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+static fl_status read_gz(const char *path, uint8_t **buf, size_t *len, fl_err *e) {
+    gzFile f = gzopen(path, "rb");
+    if (!f) return fl_fail(e, FL_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = 1 << 20, n = 0;
+    uint8_t *p = malloc(cap);
+    if (!p) {
+        gzclose(f);
+        return fl_fail(e, FL_ERR_NOMEM, "%s: out of memory", path);
+    }
+    for (;;) {
+        if (n == cap) {
+            uint8_t *q = realloc(p, cap *= 2);
+            if (!q) {
+                free(p);
+                gzclose(f);
+                return fl_fail(e, FL_ERR_NOMEM, "%s: out of memory", path);
+            }
+            p = q;
+        }
+        unsigned want = (unsigned)((cap - n) > (1u << 30) ? (1u << 30) : (cap - n));
+        int got = gzread(f, p + n, want);
+        if (got < 0) {
+            int zerr;
+            const char *msg = gzerror(f, &zerr);
+            fl_fail(e, FL_ERR_FORMAT, "%s: corrupted gzip data: %s", path, msg);
+            free(p);
+            gzclose(f);
+            return FL_ERR_FORMAT;
+        }
+        if (got == 0) break;
+        n += (size_t)got;
+    }
+    /* gzread returns 0 both at a clean end and at a truncated stream; gzclose tells. */
+    int rc = gzclose(f);
+    if (rc != Z_OK) {
+        free(p);
+        return fl_fail(e, FL_ERR_FORMAT, "%s: truncated or corrupted gzip stream", path);
+    }
+    *buf = p;
+    *len = n;
+    return FL_OK;
+}
+
+fl_status fl_file_read(const char *path, uint8_t **buf, size_t *len, fl_err *e) {
+    *buf = NULL;
+    *len = 0;
+    if (ends_with(path, ".gz")) return read_gz(path, buf, len, e);
+    FILE *f = fopen(path, "rb");
+    if (!f) return fl_fail(e, FL_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(f);
+        return fl_fail(e, FL_ERR_IO, "%s: not a regular file", path);
+    }
+    size_t n = (size_t)st.st_size;
+    uint8_t *p = malloc(n ? n : 1);
+    if (!p) {
+        fclose(f);
+        return fl_fail(e, FL_ERR_NOMEM, "%s: out of memory (%zu bytes)", path, n);
+    }
+    if (fread(p, 1, n, f) != n) {
+        free(p);
+        fclose(f);
+        return fl_fail(e, FL_ERR_IO, "%s: read failed", path);
+    }
+    fclose(f);
+    *buf = p;
+    *len = n;
+    return FL_OK;
+}
+
+fl_status fl_file_write_atomic(const char *path, const void *buf, size_t len, fl_err *e) {
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
+        return fl_fail(e, FL_ERR_ARG, "%s: path too long", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) return fl_fail(e, FL_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
+    const uint8_t *p = buf;
+    size_t left = len;
+    while (left > 0) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            int err = errno;
+            close(fd);
+            unlink(tmp);
+            return fl_fail(e, FL_ERR_IO, "%s: write failed: %s", tmp, strerror(err));
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    if (fsync(fd) != 0 || close(fd) != 0) {
+        unlink(tmp);
+        return fl_fail(e, FL_ERR_IO, "%s: cannot flush: %s", tmp, strerror(errno));
+    }
+    if (rename(tmp, path) != 0) {
+        int err = errno;
+        unlink(tmp);
+        return fl_fail(e, FL_ERR_IO, "%s: cannot rename into place: %s", path, strerror(err));
+    }
+    return FL_OK;
+}

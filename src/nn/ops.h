@@ -1,0 +1,26 @@
+/* Internal: the op families (each a NULL-terminated array defined in src/nn/op_<family>.c)
+ * and small helpers shared by op implementations. */
+#ifndef FLARE_NN_OPS_H
+#define FLARE_NN_OPS_H
+
+#include "flare/model.h"
+
+extern const fl_op *const fl_ops_conv[];        /* Conv, ConvTranspose */
+extern const fl_op *const fl_ops_pool[];        /* MaxPool, AveragePool, GlobalAveragePool */
+extern const fl_op *const fl_ops_gemm[];        /* Gemm, MatMul */
+extern const fl_op *const fl_ops_elementwise[]; /* Add, Sub, Mul, Div (broadcasting) */
+extern const fl_op *const fl_ops_activation[];  /* Relu, LeakyRelu, Sigmoid, Tanh, Softmax,
+                                                   LogSoftmax, Clip, Dropout, Identity */
+extern const fl_op *const fl_ops_norm[];        /* BatchNormalization */
+extern const fl_op *const fl_ops_shape[];       /* Flatten, Reshape, Transpose, Concat,
+                                                   Constant, Shape, Gather, Unsqueeze,
+                                                   Squeeze, Cast */
+
+/* Check input/output counts: fails naming the node when n_in is outside [min_in, max_in]
+ * (optional trailing inputs may be -1) or n_out outside [min_out, max_out]. */
+fl_status fl_node_check_arity(const fl_node *n, int min_in, int max_in, int min_out, int max_out,
+                              fl_err *e);
+/* Set the shape of output i (activations are allocated later by the planner). */
+void fl_node_set_out_shape(fl_model *m, fl_node *n, int i, int ndim, const int64_t *shape);
+
+#endif

@@ -1,0 +1,146 @@
+/* The graph machinery: building, planning, taps, backward seeds, input checks. */
+#include "testutil.h"
+
+/* x -> Relu -> a -> Sigmoid -> b ; plus a -> Tanh -> c (two outputs) */
+static fl_model *small_model(void) {
+    fl_err e = {0};
+    fl_model *m = fl_model_new();
+    int64_t shp[2] = {0, 4};
+    fl_tensor decl = {0};
+    fl_tensor_set_shape(&decl, 2, shp);
+    int x = fl_model_add_value(m, "x", FL_VAL_INPUT, &decl, &e);
+    int a = fl_model_add_op(m, "Relu", "relu", 1, &x, 0, NULL, &e);
+    int b = fl_model_add_op(m, "Sigmoid", "sig", 1, &a, 0, NULL, &e);
+    int c = fl_model_add_op(m, "Tanh", "tanh", 1, &a, 0, NULL, &e);
+    assert_true(x >= 0 && a >= 0 && b >= 0 && c >= 0);
+    int outs[2] = {b, c};
+    assert_int_equal(fl_model_set_io(m, 1, &x, 2, outs, &e), FL_OK);
+    assert_int_equal(fl_model_finish(m, &e), FL_OK);
+    return m;
+}
+
+static void test_forward_and_taps(void **state) {
+    fl_err e = {0};
+    fl_model *m = small_model();
+    int64_t shp[2] = {2, 4};
+    fl_tensor x = tu_tensor(2, shp, NULL, 0, 0);
+    float v[8] = {-1, 0.5f, 2, -3, 1, 1, -1, 0.25f};
+    memcpy(x.data, v, sizeof v);
+    assert_int_equal(fl_model_forward(m, &x, &e), FL_OK);
+    const fl_tensor *a = fl_model_tensor(m, "relu_output_0");
+    assert_non_null(a);
+    assert_float_equal(a->data[0], 0.0f, 0);
+    assert_float_equal(a->data[2], 2.0f, 0);
+    const fl_tensor *b = fl_model_output(m, 0);
+    assert_float_equal(b->data[1], 1.0f / (1.0f + expf(-0.5f)), 1e-6);
+    assert_float_equal(fl_model_output(m, 1)->data[2], tanhf(2.0f), 1e-6);
+    assert_null(fl_model_tensor(m, "no_such_layer"));
+
+    fl_layer_info *L;
+    int n = fl_model_layers(m, &L, &e);
+    assert_int_equal(n, 3);
+    assert_string_equal(L[0].op, "Relu");
+    assert_int_equal(L[0].shape[0], 2);
+    free(L);
+    fl_tensor_free(&x);
+    fl_model_free(m);
+}
+
+/* d(sum sigmoid(relu(x)))/dx = s(1-s) where x > 0, else 0; seeding the middle tensor gives
+ * the relu mask alone. */
+static void test_backward_seeds(void **state) {
+    fl_err e = {0};
+    fl_model *m = small_model();
+    int64_t shp[2] = {1, 4};
+    fl_tensor x = tu_tensor(2, shp, NULL, 0, 0), ones = tu_tensor(2, shp, NULL, 0, 0);
+    float v[4] = {-1, 0.5f, 2, -3};
+    memcpy(x.data, v, sizeof v);
+    for (int i = 0; i < 4; i++) ones.data[i] = 1;
+    assert_int_equal(fl_model_forward(m, &x, &e), FL_OK);
+    const char *names[1] = {"sig_output_0"};
+    assert_int_equal(fl_model_backward(m, 1, names, &ones, &e), FL_OK);
+    const fl_tensor *dx = fl_model_grad(m, "x");
+    assert_non_null(dx);
+    float s = 1.0f / (1.0f + expf(-0.5f));
+    assert_float_equal(dx->data[0], 0, 0);
+    assert_float_equal(dx->data[1], s * (1 - s), 1e-6);
+    /* a second call starts from zero again (no accumulation across calls) */
+    names[0] = "relu_output_0";
+    assert_int_equal(fl_model_backward(m, 1, names, &ones, &e), FL_OK);
+    dx = fl_model_grad(m, "x");
+    assert_float_equal(dx->data[1], 1.0f, 0);
+    assert_float_equal(dx->data[3], 0.0f, 0);
+    /* wrong seed shape is an error naming the tensor */
+    fl_tensor bad = tu_tensor(1, shp + 1, NULL, 0, 0);
+    assert_int_equal(fl_model_backward(m, 1, names, &bad, &e), FL_ERR_SHAPE);
+    assert_non_null(strstr(e.msg, "relu_output_0"));
+    names[0] = "nope";
+    assert_int_equal(fl_model_backward(m, 1, names, &ones, &e), FL_ERR_NOTFOUND);
+    fl_tensor_free(&bad);
+    fl_tensor_free(&x);
+    fl_tensor_free(&ones);
+    fl_model_free(m);
+}
+
+static void test_bad_inputs(void **state) {
+    fl_err e = {0};
+    fl_model *m = small_model();
+    int64_t shp[2] = {1, 5};
+    fl_tensor x = tu_tensor(2, shp, NULL, 0, 0);
+    assert_int_equal(fl_model_forward(m, &x, &e), FL_ERR_SHAPE);
+    assert_non_null(strstr(e.msg, "'x'"));
+    fl_tensor_free(&x);
+    shp[1] = 4;
+    x = tu_tensor(2, shp, NULL, 0, 0);
+    x.data[2] = NAN;
+    assert_int_equal(fl_model_forward(m, &x, &e), FL_ERR_NAN);
+    /* a batch-size change re-plans */
+    x.data[2] = 0;
+    assert_int_equal(fl_model_forward(m, &x, &e), FL_OK);
+    fl_tensor_free(&x);
+    shp[0] = 3;
+    x = tu_tensor(2, shp, NULL, 0, 0);
+    assert_int_equal(fl_model_forward(m, &x, &e), FL_OK);
+    assert_int_equal(fl_model_output(m, 0)->shape[0], 3);
+    fl_tensor_free(&x);
+    fl_model_free(m);
+}
+
+static void test_build_errors(void **state) {
+    fl_err e = {0};
+    fl_model *m = fl_model_new();
+    int x = fl_model_add_value(m, "x", FL_VAL_INPUT, NULL, &e);
+    assert_int_equal(fl_model_add_value(m, "x", FL_VAL_ACT, NULL, &e), -1);
+    assert_non_null(strstr(e.msg, "duplicate"));
+    assert_int_equal(fl_model_add_op(m, "FancyOp", "n1", 1, &x, 0, NULL, &e), -1);
+    assert_non_null(strstr(e.msg, "n1"));
+    assert_non_null(strstr(e.msg, "FancyOp"));
+    fl_attr bogus = fl_attr_int("bogus", 1);
+    assert_int_equal(fl_model_add_op(m, "Relu", "n2", 1, &x, 1, &bogus, &e), -1);
+    assert_non_null(strstr(e.msg, "bogus"));
+    fl_model_free(m);
+}
+
+static void test_activation_grads(void **state) {
+    const char *ops[] = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Identity"};
+    fl_rng r;
+    fl_rng_seed(&r, 7);
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        int64_t shp[2] = {3, 5};
+        fl_tensor x = tu_tensor(2, shp, &r, -2, 2);
+        for (int64_t j = 0; j < x.size; j++) /* keep away from the kink at 0 */
+            if (fabsf(x.data[j]) < 0.05f) x.data[j] = 0.5f;
+        fl_value_kind k = FL_VAL_INPUT;
+        tu_gradcheck(ops[i], 1, &x, &k, 0, NULL, 1e-2f, 1e-2f);
+        fl_tensor_free(&x);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_forward_and_taps), cmocka_unit_test(test_backward_seeds),
+        cmocka_unit_test(test_bad_inputs),       cmocka_unit_test(test_build_errors),
+        cmocka_unit_test(test_activation_grads),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,138 @@
+/* Shared test helpers: cmocka includes, random tensors, and the finite-difference gradient
+ * check every op's tests use. */
+#ifndef FLARE_TESTUTIL_H
+#define FLARE_TESTUTIL_H
+
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "flare/model.h"
+
+/* Fill t with uniform values in [lo, hi). */
+static inline void tu_fill(fl_tensor *t, fl_rng *r, float lo, float hi) {
+    for (int64_t i = 0; i < t->size; i++) t->data[i] = lo + (hi - lo) * fl_rng_uniform(r);
+}
+
+static inline fl_tensor tu_tensor(int ndim, const int64_t *shape, fl_rng *r, float lo, float hi) {
+    fl_tensor t = {0};
+    assert_int_equal(fl_tensor_alloc(&t, ndim, shape), FL_OK);
+    if (r) tu_fill(&t, r, lo, hi);
+    return t;
+}
+
+/* Build a model holding one node `op_type` whose inputs are ins[0..n_in) with the given kinds
+ * (FL_VAL_INPUT and FL_VAL_PARAM inputs are differentiated, FL_VAL_CONST ones are not; a NULL
+ * data pointer with kind FL_VAL_CONST means an omitted optional input). n_out outputs. */
+static inline fl_model *tu_single_node(const char *op_type, int n_in, const fl_tensor *ins,
+                                       const fl_value_kind *kinds, int n_out, int n_attr,
+                                       const fl_attr *attr) {
+    fl_err e = {0};
+    fl_model *m = fl_model_new();
+    assert_non_null(m);
+    int in_idx[16], out_idx[16], graph_in[8], n_graph_in = 0;
+    for (int i = 0; i < n_in; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "in%d", i);
+        if (kinds[i] == FL_VAL_CONST && !ins[i].data) {
+            in_idx[i] = -1;
+            continue;
+        }
+        in_idx[i] = fl_model_add_value(m, name, kinds[i], &ins[i], &e);
+        assert_true(in_idx[i] >= 0);
+        if (kinds[i] == FL_VAL_INPUT) graph_in[n_graph_in++] = in_idx[i];
+    }
+    for (int i = 0; i < n_out; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "out%d", i);
+        out_idx[i] = fl_model_add_value(m, name, FL_VAL_ACT, NULL, &e);
+    }
+    fl_status st = fl_model_add_node(m, op_type, "node", n_in, in_idx, n_out, out_idx, n_attr, attr, &e);
+    if (st != FL_OK) fail_msg("add_node %s: %s", op_type, e.msg);
+    assert_int_equal(fl_model_set_io(m, n_graph_in, graph_in, n_out, out_idx, &e), FL_OK);
+    assert_int_equal(fl_model_finish(m, &e), FL_OK);
+    return m;
+}
+
+/* Run the graph inputs of m (the FL_VAL_INPUT entries of ins, in order). */
+static inline void tu_forward(fl_model *m, int n_in, const fl_tensor *ins, const fl_value_kind *kinds) {
+    fl_tensor xs[8];
+    int k = 0;
+    for (int i = 0; i < n_in; i++)
+        if (kinds[i] == FL_VAL_INPUT) xs[k++] = ins[i];
+    fl_err e = {0};
+    fl_status st = fl_model_forward_multi(m, k, xs, &e);
+    if (st != FL_OK) fail_msg("forward: %s", e.msg);
+}
+
+/* loss = sum_j out0[j] * w[j], double precision, after a forward pass. */
+static inline double tu_loss(fl_model *m, const fl_tensor *w) {
+    const fl_tensor *y = fl_model_output(m, 0);
+    double s = 0;
+    for (int64_t j = 0; j < y->size; j++) s += (double)y->data[j] * w->data[j];
+    return s;
+}
+
+/* Finite-difference check of d loss / d input for every differentiable input of a one-node
+ * model, loss = <out0, w> with random w. Checks up to `max_checks` random elements per input;
+ * |analytic - numeric| <= tol * max(1, |numeric|). Returns the largest relative error. */
+static inline double tu_gradcheck(const char *op_type, int n_in, fl_tensor *ins,
+                                  const fl_value_kind *kinds, int n_attr, const fl_attr *attr,
+                                  float eps, float tol) {
+    fl_err e = {0};
+    fl_rng r;
+    fl_rng_seed(&r, 1234);
+    fl_model *m = tu_single_node(op_type, n_in, ins, kinds, 1, n_attr, attr);
+    assert_int_equal(fl_model_want_param_grads(m, 1, &e), FL_OK);
+    tu_forward(m, n_in, ins, kinds);
+    const fl_tensor *y = fl_model_output(m, 0);
+    fl_tensor w = tu_tensor(y->ndim, y->shape, &r, -1, 1);
+    int out_idx = m->outputs[0];
+    fl_model_zero_param_grads(m);
+    if (fl_model_backward_idx(m, 1, &out_idx, &w, &e) != FL_OK) fail_msg("backward: %s", e.msg);
+    double worst = 0;
+    int k_input = 0;
+    for (int i = 0; i < n_in; i++) {
+        if (kinds[i] == FL_VAL_CONST) continue;
+        char name[32];
+        snprintf(name, sizeof name, "in%d", i);
+        int v = fl_model_find(m, name);
+        fl_tensor analytic = {0};
+        assert_non_null(m->values[v].g.data);
+        assert_int_equal(fl_tensor_copy(&analytic, &m->values[v].g), FL_OK);
+        /* perturb the tensor the model reads: for graph inputs that is ins[i] (fed again),
+         * for parameters the model's own copy */
+        fl_tensor *target = kinds[i] == FL_VAL_INPUT ? &ins[i] : &m->values[v].t;
+        int checks = target->size < 64 ? (int)target->size : 64;
+        for (int c = 0; c < checks; c++) {
+            int64_t j = target->size <= 64 ? c : (int64_t)fl_rng_below(&r, (uint32_t)target->size);
+            float old = target->data[j];
+            target->data[j] = old + eps;
+            tu_forward(m, n_in, ins, kinds);
+            double lp = tu_loss(m, &w);
+            target->data[j] = old - eps;
+            tu_forward(m, n_in, ins, kinds);
+            double lm = tu_loss(m, &w);
+            target->data[j] = old;
+            double num = (lp - lm) / (2.0 * eps), ana = analytic.data[j];
+            double err = fabs(num - ana) / fmax(1.0, fabs(num));
+            if (err > worst) worst = err;
+            if (err > tol)
+                fail_msg("%s: d/d in%d[%lld]: analytic %.6g, numeric %.6g", op_type, i,
+                         (long long)j, ana, num);
+        }
+        fl_tensor_free(&analytic);
+        k_input++;
+    }
+    fl_tensor_free(&w);
+    fl_model_free(m);
+    return worst;
+}
+
+#endif

@@ -2,6 +2,7 @@
 # Run every test binary in $1/tests; print one line per binary and a final tally.
 # The last line is "N passed, N failed" (counting test binaries); exit status 1 if any failed.
 build=${1:-build}
+export FLARE_BIN="$build/flare"   # for tests that drive the CLI
 pass=0; fail=0; failed=""
 for t in "$build"/tests/test_*; do
   [ -x "$t" ] || continue

@@ -12,9 +12,9 @@ extern const fl_op *const fl_ops_elementwise[]; /* Add, Sub, Mul, Div (broadcast
 extern const fl_op *const fl_ops_activation[];  /* Relu, LeakyRelu, Sigmoid, Tanh, Softmax,
                                                    LogSoftmax, Clip, Dropout, Identity */
 extern const fl_op *const fl_ops_norm[];        /* BatchNormalization */
-extern const fl_op *const fl_ops_shape[];       /* Flatten, Reshape, Transpose, Concat,
-                                                   Constant, Shape, Gather, Unsqueeze,
-                                                   Squeeze, Cast */
+extern const fl_op *const fl_ops_shape[];       /* Flatten, Reshape, Squeeze, Unsqueeze,
+                                                   Shape, Constant, Cast */
+extern const fl_op *const fl_ops_layout[];      /* Transpose, Concat, Gather */
 
 /* Check input/output counts: fails naming the node when n_in is outside [min_in, max_in]
  * (optional trailing inputs may be -1) or n_out outside [min_out, max_out]. */

@@ -1,0 +1,325 @@
+/* Datasets: the fl_dataset object, batch access, and the spec strings that name a dataset.
+ *
+ * Spec resolution is deliberately dumb and explicit: a prefix ("idx:", "npy:", "cifar10:")
+ * or a well-known name picks the format; otherwise the shape of the path does (file suffix,
+ * or a directory). No format sniffing by content, so a spec always means one thing and the
+ * error for a bad one can list exactly what is accepted.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "data/data_int.h"
+
+#define SPEC_FORMS                                                                            \
+    "accepted forms: fashion-mnist[:train|test], mnist[:train|test], idx:IMAGES[,LABELS], "   \
+    "PATH-idx3-ubyte[.gz], cifar10:DIR[:train|test], PATH.bin (CIFAR-10 batch), "             \
+    "npy:X.npy[,Y.npy], PATH.npy, or a directory of PNGs (one subfolder per class)"
+
+static const char *const fashion_names[10] = {"T-shirt/top", "Trouser", "Pullover", "Dress",
+                                              "Coat",        "Sandal",  "Shirt",    "Sneaker",
+                                              "Bag",         "Ankle boot"};
+
+/* ---- small helpers shared by the module ------------------------------------------------- */
+int fl__ends_with(const char *s, const char *suffix) {
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+char *fl__strdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *p = malloc(n);
+    if (p) memcpy(p, s, n);
+    return p;
+}
+
+int fl__is_dir(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int fl__is_file(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int fl__mul_checked(int64_t a, int64_t b, int64_t cap, int64_t *out) {
+    if (a < 0 || b < 0) return 0;
+    if (a != 0 && b > cap / a) return 0;
+    *out = a * b;
+    return 1;
+}
+
+/* ---- the dataset object ---------------------------------------------------------------- */
+fl_status fl_dataset_new(int64_t n, int c, int h, int w, fl_dataset **out, fl_err *e) {
+    *out = NULL;
+    int64_t chw, total;
+    if (n < 0 || c <= 0 || h <= 0 || w <= 0 || n > FL_DATA_MAX_N || h > FL_DATA_MAX_DIM ||
+        w > FL_DATA_MAX_DIM || c > FL_DATA_MAX_DIM || !fl__mul_checked(c, (int64_t)h * w,
+        FL_DATA_MAX_BYTES, &chw) || !fl__mul_checked(n, chw, FL_DATA_MAX_BYTES / 4, &total))
+        return fl_fail(e, FL_ERR_ARG, "dataset of %lld x %d x %d x %d images is out of range",
+                       (long long)n, c, h, w);
+    fl_dataset *d = calloc(1, sizeof *d);
+    if (!d) return fl_fail(e, FL_ERR_NOMEM, "out of memory for a dataset");
+    d->n = n;
+    d->c = c;
+    d->h = h;
+    d->w = w;
+    d->scale.kind = FL_SCALE_01;
+    d->x = fl_alloc((size_t)total * sizeof(float));
+    d->y = malloc((size_t)(n ? n : 1) * sizeof(int32_t));
+    if (!d->x || !d->y) {
+        fl_dataset_free(d);
+        return fl_fail(e, FL_ERR_NOMEM, "out of memory for %lld images of %dx%dx%d",
+                       (long long)n, c, h, w);
+    }
+    for (int64_t i = 0; i < n; i++) d->y[i] = -1;
+    *out = d;
+    return FL_OK;
+}
+
+void fl_dataset_free(fl_dataset *d) {
+    if (!d) return;
+    fl_free(d->x);
+    free(d->y);
+    if (d->class_names)
+        for (int i = 0; i < d->n_classes; i++) free(d->class_names[i]);
+    free(d->class_names);
+    free(d->source);
+    free(d);
+}
+
+fl_status fl__set_classes(fl_dataset *d, int n_classes, const char *const *names, fl_err *e) {
+    if (d->class_names)
+        for (int i = 0; i < d->n_classes; i++) free(d->class_names[i]);
+    free(d->class_names);
+    d->class_names = NULL;
+    d->n_classes = 0;
+    if (n_classes <= 0) return FL_OK;
+    d->class_names = calloc((size_t)n_classes, sizeof(char *));
+    if (!d->class_names) return fl_fail(e, FL_ERR_NOMEM, "out of memory for class names");
+    d->n_classes = n_classes;
+    for (int i = 0; i < n_classes; i++) {
+        char num[16];
+        snprintf(num, sizeof num, "%d", i);
+        d->class_names[i] = fl__strdup(names && names[i] ? names[i] : num);
+        if (!d->class_names[i]) return fl_fail(e, FL_ERR_NOMEM, "out of memory for class names");
+    }
+    return FL_OK;
+}
+
+fl_status fl__finish_labels(fl_dataset *d, const char *name, fl_err *e) {
+    int32_t max = -1;
+    for (int64_t i = 0; i < d->n; i++) {
+        if (d->y[i] < -1 || d->y[i] >= 65536)
+            return fl_fail(e, FL_ERR_FORMAT, "%s: label %ld of sample %lld is out of range "
+                           "(expected -1 or 0..65535)", name, (long)d->y[i], (long long)i);
+        if (d->y[i] > max) max = d->y[i];
+    }
+    d->has_labels = max >= 0;
+    if (d->n_classes > 0) {
+        if (max >= d->n_classes)
+            return fl_fail(e, FL_ERR_FORMAT, "%s: label %ld but the dataset has %d classes",
+                           name, (long)max, d->n_classes);
+        return FL_OK;
+    }
+    return fl__set_classes(d, max + 1, NULL, e);
+}
+
+fl_tensor fl_dataset_view(const fl_dataset *d, int64_t start, int64_t n) {
+    fl_tensor t;
+    memset(&t, 0, sizeof t);
+    if (start < 0) start = 0;
+    if (start > d->n) start = d->n;
+    if (n < 0 || n > d->n - start) n = d->n - start;
+    int64_t shape[4] = {n, d->c, d->h, d->w};
+    fl_tensor_set_shape(&t, 4, shape);
+    t.data = d->x + start * d->c * d->h * d->w;
+    return t;
+}
+
+fl_status fl_dataset_gather(const fl_dataset *d, const int64_t *idx, int64_t n, fl_tensor *x,
+                            int32_t *y, fl_err *e) {
+    int64_t shape[4] = {n, d->c, d->h, d->w};
+    if (n < 0) return fl_fail(e, FL_ERR_ARG, "gather: negative count %lld", (long long)n);
+    for (int64_t i = 0; i < n; i++)
+        if (idx[i] < 0 || idx[i] >= d->n)
+            return fl_fail(e, FL_ERR_ARG, "gather: index %lld out of range (dataset %s has %lld "
+                           "samples)", (long long)idx[i], d->source ? d->source : "?",
+                           (long long)d->n);
+    if (!x->data) {
+        if (fl_tensor_alloc(x, 4, shape) != FL_OK)
+            return fl_fail(e, FL_ERR_NOMEM, "gather: out of memory for %lld images",
+                           (long long)n);
+    } else if (x->ndim != 4 || x->shape[0] != n || x->shape[1] != d->c ||
+               x->shape[2] != d->h || x->shape[3] != d->w) {
+        char got[96];
+        return fl_fail(e, FL_ERR_SHAPE, "gather: batch tensor is %s, expected [%lld,%d,%d,%d]",
+                       fl_shape_str(x, got, sizeof got), (long long)n, d->c, d->h, d->w);
+    }
+    size_t chw = (size_t)d->c * (size_t)d->h * (size_t)d->w;
+    for (int64_t i = 0; i < n; i++) {
+        memcpy(x->data + (size_t)i * chw, d->x + (size_t)idx[i] * chw, chw * sizeof(float));
+        if (y) y[i] = d->y[idx[i]];
+    }
+    return FL_OK;
+}
+
+/* ---- spec resolution --------------------------------------------------------------------- */
+/* fashion-mnist / mnist: the four standard file names under a fixed directory. */
+static fl_status load_named(const char *spec, const char *name, const char *split,
+                            const fl_scale *s, int64_t limit, fl_dataset **out, fl_err *e) {
+    int fashion = !strcmp(name, "fashion-mnist");
+    const char *dir = fashion ? "/usr/share/datasets/fashion-mnist" : "/usr/share/datasets/mnist";
+    const char *pre;
+    if (!split || !*split || !strcmp(split, "train")) pre = "train";
+    else if (!strcmp(split, "test") || !strcmp(split, "t10k")) pre = "t10k";
+    else
+        return fl_fail(e, FL_ERR_ARG, "dataset '%s': unknown split '%s' (expected train or test)",
+                       spec, split);
+    if (!fl__is_dir(dir)) {
+        if (fashion)
+            return fl_fail(e, FL_ERR_NOTFOUND, "dataset '%s': %s not found; install the Debian "
+                           "package dataset-fashion-mnist (apt-get install dataset-fashion-mnist)",
+                           spec, dir);
+        return fl_fail(e, FL_ERR_NOTFOUND, "dataset '%s': %s not found; put the MNIST IDX files "
+                       "(train-images-idx3-ubyte.gz, ...) there or use idx:IMAGES,LABELS", spec,
+                       dir);
+    }
+    char img[512], lab[512];
+    snprintf(img, sizeof img, "%s/%s-images-idx3-ubyte.gz", dir, pre);
+    snprintf(lab, sizeof lab, "%s/%s-labels-idx1-ubyte.gz", dir, pre);
+    if (!fl__is_file(img)) img[strlen(img) - 3] = 0; /* accept uncompressed copies too */
+    if (!fl__is_file(lab)) lab[strlen(lab) - 3] = 0;
+    if (!fl__is_file(img) || !fl__is_file(lab))
+        return fl_fail(e, FL_ERR_NOTFOUND, "dataset '%s': %s or %s missing%s", spec, img, lab,
+                       fashion ? "; reinstall the package dataset-fashion-mnist" : "");
+    fl_status st = fl__load_idx(img, lab, s, limit, out, e);
+    if (st == FL_OK && fashion) st = fl__set_classes(*out, 10, fashion_names, e);
+    return st;
+}
+
+/* Sister label file of an images file: "...-images-idx3-ubyte[.gz]" -> "...-labels-idx1-ubyte",
+ * with or without ".gz". Returns 1 and fills buf if one exists. */
+static int idx_sister(const char *images, char *buf, size_t n) {
+    const char *key = "images-idx3-ubyte";
+    const char *p = strstr(images, key);
+    if (!p || strlen(images) + 8 >= n) return 0;
+    size_t pre = (size_t)(p - images);
+    const char *tails[2] = {".gz", ""};
+    for (int i = 0; i < 2; i++) {
+        snprintf(buf, n, "%.*slabels-idx1-ubyte%s", (int)pre, images, tails[i]);
+        if (fl__is_file(buf)) return 1;
+    }
+    return 0;
+}
+
+/* cifar10:DIR[:split] -> the batch files of that split. */
+static fl_status load_cifar_dir(const char *spec, const char *arg, const fl_scale *s,
+                                int64_t limit, fl_dataset **out, fl_err *e) {
+    char dir[512], split[16] = "train";
+    const char *colon = strrchr(arg, ':');
+    if (colon && (!strcmp(colon + 1, "train") || !strcmp(colon + 1, "test"))) {
+        snprintf(split, sizeof split, "%s", colon + 1);
+        snprintf(dir, sizeof dir, "%.*s", (int)(colon - arg), arg);
+    } else {
+        snprintf(dir, sizeof dir, "%s", arg);
+    }
+    char sub[600];
+    snprintf(sub, sizeof sub, "%s/cifar-10-batches-bin", dir);
+    const char *base = fl__is_dir(sub) ? sub : dir;
+    if (!fl__is_dir(base))
+        return fl_fail(e, FL_ERR_NOTFOUND, "dataset '%s': directory %s not found", spec, dir);
+    char paths[5][700];
+    const char *files[5];
+    int nf = 0;
+    if (!strcmp(split, "test")) {
+        snprintf(paths[0], sizeof paths[0], "%s/test_batch.bin", base);
+        if (fl__is_file(paths[0])) files[nf++] = paths[0];
+    } else {
+        for (int i = 1; i <= 5; i++) {
+            snprintf(paths[nf], sizeof paths[nf], "%s/data_batch_%d.bin", base, i);
+            if (fl__is_file(paths[nf])) files[nf] = paths[nf], nf++;
+        }
+    }
+    if (nf == 0)
+        return fl_fail(e, FL_ERR_NOTFOUND, "dataset '%s': no %s in %s", spec,
+                       strcmp(split, "test") ? "data_batch_1..5.bin" : "test_batch.bin", base);
+    return fl__load_cifar(files, nf, s, limit, out, e);
+}
+
+/* "X[,Y]" split at the last comma (paths with commas are then not expressible; fine). */
+static void split_pair(const char *arg, char *a, size_t na, char *b, size_t nb) {
+    const char *comma = strrchr(arg, ',');
+    b[0] = 0;
+    if (comma) {
+        snprintf(a, na, "%.*s", (int)(comma - arg), arg);
+        snprintf(b, nb, "%s", comma + 1);
+    } else {
+        snprintf(a, na, "%s", arg);
+    }
+}
+
+static fl_status dispatch(const char *spec, const fl_scale *s, int scale_given, int64_t limit,
+                          fl_dataset **out, fl_err *e) {
+    char a[1024], b[1024];
+    if (strlen(spec) >= sizeof a - 16)
+        return fl_fail(e, FL_ERR_ARG, "dataset spec is too long (%zu characters)", strlen(spec));
+    const char *names[2] = {"fashion-mnist", "mnist"};
+    for (int i = 0; i < 2; i++) {
+        size_t k = strlen(names[i]);
+        if (!strncmp(spec, names[i], k) && (spec[k] == 0 || spec[k] == ':'))
+            return load_named(spec, names[i], spec[k] ? spec + k + 1 : NULL, s, limit, out, e);
+    }
+    if (!strncmp(spec, "idx:", 4)) {
+        split_pair(spec + 4, a, sizeof a, b, sizeof b);
+        return fl__load_idx(a, b[0] ? b : NULL, s, limit, out, e);
+    }
+    if (!strncmp(spec, "npy:", 4)) {
+        split_pair(spec + 4, a, sizeof a, b, sizeof b);
+        return fl__load_npy(a, b[0] ? b : NULL, s, scale_given, limit, out, e);
+    }
+    if (!strncmp(spec, "cifar10:", 8)) return load_cifar_dir(spec, spec + 8, s, limit, out, e);
+    if (fl__ends_with(spec, "-idx3-ubyte") || fl__ends_with(spec, "-idx3-ubyte.gz"))
+        return fl__load_idx(spec, idx_sister(spec, b, sizeof b) ? b : NULL, s, limit, out, e);
+    if (fl__ends_with(spec, ".bin")) return fl__load_cifar(&spec, 1, s, limit, out, e);
+    if (fl__ends_with(spec, ".npy") || fl__ends_with(spec, ".npy.gz")) {
+        /* "...x.npy" has labels in "...y.npy" when that file exists. */
+        snprintf(b, sizeof b, "%s", spec);
+        char *dot = strstr(b, ".npy");
+        const char *ypath = NULL;
+        if (dot > b && (dot[-1] == 'x' || dot[-1] == 'X')) {
+            dot[-1] = dot[-1] == 'x' ? 'y' : 'Y';
+            if (fl__is_file(b)) ypath = b;
+        }
+        return fl__load_npy(spec, ypath, s, scale_given, limit, out, e);
+    }
+    if (fl__is_dir(spec)) return fl__load_pngdir(spec, s, limit, out, e);
+    if (!fl__is_file(spec) && strchr(spec, '/'))
+        return fl_fail(e, FL_ERR_NOTFOUND, "dataset '%s': no such file or directory; " SPEC_FORMS,
+                       spec);
+    return fl_fail(e, FL_ERR_ARG, "unknown dataset spec '%s'; " SPEC_FORMS, spec);
+}
+
+fl_status fl_dataset_load(const char *spec, const fl_scale *scale, int64_t limit,
+                          fl_dataset **out, fl_err *e) {
+    *out = NULL;
+    if (!spec || !*spec) return fl_fail(e, FL_ERR_ARG, "empty dataset spec; " SPEC_FORMS);
+    if (limit < 0) return fl_fail(e, FL_ERR_ARG, "dataset '%s': negative limit", spec);
+    fl_scale s01 = {.kind = FL_SCALE_01};
+    const fl_scale *s = scale ? scale : &s01;
+    fl_dataset *d = NULL;
+    fl_status st = dispatch(spec, s, scale != NULL, limit, &d, e);
+    if (st != FL_OK) {
+        fl_dataset_free(d);
+        return st;
+    }
+    d->scale = *s;
+    if (!d->source && !(d->source = fl__strdup(spec))) {
+        fl_dataset_free(d);
+        return fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    }
+    *out = d;
+    return FL_OK;
+}

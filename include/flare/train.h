@@ -161,7 +161,7 @@ typedef struct fl_train_opts {
     fl_optim_kind optim;     /* FL_OPTIM_ADAM by default */
     float momentum;          /* SGD only */
     float weight_decay;
-    float lr_decay;          /* multiply lr by this after every epoch; 1 = constant */
+    float lr_decay;          /* multiply lr by this after every epoch; 0 or 1 = constant */
     uint64_t seed;           /* shuffling and dropout masks */
     fl_loss_kind loss;       /* FL_LOSS_CE by default */
     int progress_every;      /* batches between progress callbacks; 0 = 20 */

@@ -569,13 +569,13 @@ static void test_batchnorm_training_values(void **state) {
     m = fl_model_new();
     int in[5];
     for (int i = 0; i < 5; i++) {
-        char name[8];
+        char name[16];
         snprintf(name, sizeof name, "v%d", i);
         in[i] = fl_model_add_value(m, name, i ? CONST : IN, &ins[i], &e);
     }
     int out[3];
     for (int i = 0; i < 3; i++) {
-        char name[8];
+        char name[16];
         snprintf(name, sizeof name, "o%d", i);
         out[i] = fl_model_add_value(m, name, FL_VAL_ACT, NULL, &e);
     }

@@ -1,0 +1,404 @@
+/* The flag parser and the help texts, both generated from flags.def.
+ *
+ * Each FLAG entry becomes one cli_flag descriptor: its type, range, default and the offset
+ * of its field in cli_opts. Parsing a command line is then table-driven: find the
+ * descriptor for each "--name[=value]" / "-x [value]" among the flags of the command, convert
+ * and range-check the value, store it at the offset. Defaults are written as they would be
+ * typed and go through the same conversion, so a default can never disagree with what the
+ * parser accepts (a bad default trips an assert on the first run of any command using it).
+ */
+#include <assert.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+typedef enum { FT_INT, FT_FLOAT, FT_UINT64, FT_STRING, FT_CHOICE, FT_BOOL, FT_LIST } cli_ftype;
+
+typedef struct cli_flag {
+    unsigned cmds;
+    const char *name;
+    char shrt;
+    cli_ftype type;
+    int64_t imin, imax;
+    double fmin, fmax;
+    const char *metavar; /* what follows the flag in help: N, FILE, a|b|c */
+    const char *dflt;    /* NULL: none; cli_required: must be given */
+    const char *help;
+    size_t off;
+} cli_flag;
+
+static const char cli_required[] = "(required)";
+#define NONE NULL
+#define REQUIRED cli_required
+
+#define DESC_INT(lo, hi) .type = FT_INT, .imin = (lo), .imax = (hi), .metavar = "N"
+#define DESC_FLOAT(lo, hi) .type = FT_FLOAT, .fmin = (lo), .fmax = (hi), .metavar = "X"
+#define DESC_UINT64 .type = FT_UINT64, .metavar = "N"
+#define DESC_STRING(mv) .type = FT_STRING, .metavar = #mv
+#define DESC_CHOICE(words) .type = FT_CHOICE, .metavar = words
+#define DESC_BOOL .type = FT_BOOL, .metavar = NULL
+#define DESC_LIST(mv) .type = FT_LIST, .metavar = #mv
+
+static const cli_flag flags[F_COUNT_] = {
+#define FLAG(cmds_, FIELD, name_, short_, TYPE, dflt_, help_)                                  \
+    [F_##FIELD] = {.cmds = (cmds_), .name = (name_), .shrt = (short_), DESC_##TYPE,            \
+                   .dflt = (dflt_), .help = (help_), .off = offsetof(cli_opts, FIELD)},
+#include "cli/flags.def"
+};
+
+const cli_command cli_commands[CMD_COUNT_] = {
+#define COMMAND(ID, group_, verb_, handler, summary_)                                          \
+    [CMD_##ID] = {.group = group_, .verb = verb_, .summary = summary_, .run = handler},
+#include "cli/flags.def"
+};
+
+static const struct {
+    const char *name, *summary;
+} groups[] = {
+#define GROUP(name_, summary_) {name_, summary_},
+#include "cli/flags.def"
+};
+enum { N_GROUPS = sizeof groups / sizeof groups[0] };
+
+/* ---- reporting ---------------------------------------------------------------------------- */
+int cli_quiet = 0;
+
+int cli_fail(const fl_err *e) {
+    fprintf(stderr, "flare: %s\n", e->msg[0] ? e->msg : fl_strerror(e->status));
+    return CLI_FAIL;
+}
+
+int cli_usage(cli_cmd_id cmd, const char *fmt, ...) {
+    va_list ap;
+    fprintf(stderr, "flare %s %s: ", cli_commands[cmd].group, cli_commands[cmd].verb);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n(see: flare %s %s --help)\n", cli_commands[cmd].group,
+            cli_commands[cmd].verb);
+    return CLI_USAGE;
+}
+
+void cli_note(const char *fmt, ...) {
+    if (cli_quiet) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- lookup ------------------------------------------------------------------------------- */
+int cli_group_exists(const char *group) {
+    for (int i = 0; i < N_GROUPS; i++)
+        if (!strcmp(groups[i].name, group)) return 1;
+    return 0;
+}
+
+int cli_find_command(const char *group, const char *verb) {
+    for (int c = 0; c < CMD_COUNT_; c++)
+        if (!strcmp(cli_commands[c].group, group) && !strcmp(cli_commands[c].verb, verb))
+            return c;
+    return -1;
+}
+
+static int takes(const cli_flag *f, cli_cmd_id cmd) { return (f->cmds >> cmd) & 1u; }
+
+/* The flag of command cmd called `name` (long, len chars) or `shrt` (short form), or -1. */
+static int find_flag(cli_cmd_id cmd, const char *name, size_t len, char shrt) {
+    for (int i = 0; i < F_COUNT_; i++) {
+        const cli_flag *f = &flags[i];
+        if (!takes(f, cmd)) continue;
+        if (shrt ? f->shrt == shrt : strlen(f->name) == len && !strncmp(f->name, name, len))
+            return i;
+    }
+    return -1;
+}
+
+/* ---- values ------------------------------------------------------------------------------- */
+static int choice_ok(const char *words, const char *v) {
+    size_t n = strlen(v);
+    for (const char *p = words; *p;) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (len == n && !strncmp(p, v, n)) return 1;
+        p += len + (bar != NULL);
+    }
+    return 0;
+}
+
+/* Convert v for flag i and store it in o. On error write the reason to why and return -1. */
+static int set_value(int i, const char *v, cli_opts *o, char *why, size_t nwhy) {
+    const cli_flag *f = &flags[i];
+    void *dst = (char *)o + f->off;
+    char *end;
+    switch (f->type) {
+    case FT_INT: {
+        errno = 0;
+        long long x = strtoll(v, &end, 10);
+        if (end == v || *end) return snprintf(why, nwhy, "'%s' is not an integer", v), -1;
+        if (errno == ERANGE || x < f->imin || x > f->imax) {
+            if (f->imax == INT64_MAX)
+                snprintf(why, nwhy, "%s is out of range (must be >= %lld)", v,
+                         (long long)f->imin);
+            else
+                snprintf(why, nwhy, "%s is out of range [%lld, %lld]", v, (long long)f->imin,
+                         (long long)f->imax);
+            return -1;
+        }
+        *(int64_t *)dst = x;
+        break;
+    }
+    case FT_FLOAT: {
+        errno = 0;
+        double x = strtod(v, &end);
+        if (end == v || *end || !isfinite(x))
+            return snprintf(why, nwhy, "'%s' is not a finite number", v), -1;
+        if (x < f->fmin || x > f->fmax)
+            return snprintf(why, nwhy, "%s is out of range [%g, %g]", v, f->fmin, f->fmax), -1;
+        *(double *)dst = x;
+        break;
+    }
+    case FT_UINT64: {
+        /* strtoull would accept "-1" (as 2^64-1) and read "010" as octal: neither is what a
+         * seed typed by a person means. */
+        int hex = v[0] == '0' && (v[1] == 'x' || v[1] == 'X');
+        if (v[0] < '0' || v[0] > '9')
+            return snprintf(why, nwhy, "'%s' is not an unsigned integer", v), -1;
+        errno = 0;
+        unsigned long long x = strtoull(v, &end, hex ? 16 : 10);
+        if (*end) return snprintf(why, nwhy, "'%s' is not an unsigned integer", v), -1;
+        if (errno == ERANGE) return snprintf(why, nwhy, "%s is larger than 2^64-1", v), -1;
+        *(uint64_t *)dst = x;
+        break;
+    }
+    case FT_STRING:
+        if (!*v) return snprintf(why, nwhy, "empty value"), -1;
+        *(const char **)dst = v;
+        break;
+    case FT_CHOICE:
+        if (!choice_ok(f->metavar, v))
+            return snprintf(why, nwhy, "'%s' is not one of %s", v, f->metavar), -1;
+        *(const char **)dst = v;
+        break;
+    case FT_BOOL:
+        if (!strcmp(v, "true") || !strcmp(v, "1") || !strcmp(v, "yes"))
+            *(int *)dst = 1;
+        else if (!strcmp(v, "false") || !strcmp(v, "0") || !strcmp(v, "no"))
+            *(int *)dst = 0;
+        else
+            return snprintf(why, nwhy, "'%s' is not true or false", v), -1;
+        break;
+    case FT_LIST: {
+        if (!*v) return snprintf(why, nwhy, "empty value"), -1;
+        cli_list *l = dst;
+        const char **nv = realloc(l->v, (size_t)(l->n + 1) * sizeof *nv);
+        if (!nv) return snprintf(why, nwhy, "out of memory"), -1;
+        nv[l->n++] = v;
+        l->v = nv;
+        break;
+    }
+    }
+    o->set[i] = 1;
+    return 0;
+}
+
+/* ---- parsing ------------------------------------------------------------------------------ */
+/* Name of the commands that do take --name, for "unknown flag" messages. */
+static void owners(const char *name, size_t len, char *buf, size_t n) {
+    buf[0] = 0;
+    for (int c = 0; c < CMD_COUNT_; c++) {
+        if (find_flag((cli_cmd_id)c, name, len, 0) < 0) continue;
+        size_t k = strlen(buf);
+        snprintf(buf + k, n - k, "%s%s %s", k ? ", " : "", cli_commands[c].group,
+                 cli_commands[c].verb);
+    }
+}
+
+int cli_parse(cli_cmd_id cmd, int argc, char **argv, cli_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->cmd = cmd;
+    char why[256];
+    for (int a = 0; a < argc; a++) {
+        const char *arg = argv[a], *val = NULL;
+        int i;
+        char shown[64]; /* the flag as the user wrote it, for messages */
+        if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
+            cli_help_command(stdout, cmd);
+            return -1;
+        }
+        if (arg[0] == '-' && arg[1] == '-' && arg[2]) {
+            const char *name = arg + 2, *eq = strchr(name, '=');
+            size_t len = eq ? (size_t)(eq - name) : strlen(name);
+            snprintf(shown, sizeof shown, "--%.*s", (int)len, name);
+            i = find_flag(cmd, name, len, 0);
+            if (i < 0) {
+                char own[256];
+                owners(name, len, own, sizeof own);
+                if (own[0])
+                    return cli_usage(cmd, "unknown flag %s (it is a flag of: %s)", shown, own);
+                return cli_usage(cmd, "unknown flag %s", shown);
+            }
+            if (eq) val = eq + 1;
+        } else if (arg[0] == '-' && arg[1] && arg[1] != '-') {
+            snprintf(shown, sizeof shown, "-%c", arg[1]);
+            i = find_flag(cmd, NULL, 0, arg[1]);
+            if (i < 0) return cli_usage(cmd, "unknown flag %s", shown);
+            if (arg[2]) val = arg[2] == '=' ? arg + 3 : arg + 2;
+        } else {
+            return cli_usage(cmd, "unexpected argument '%s' (every value follows a flag)", arg);
+        }
+        const cli_flag *f = &flags[i];
+        if (f->type == FT_BOOL && !val) {
+            val = "true";
+        } else if (!val) {
+            /* "--output --json" is a forgotten value, not a file called "--json"; such a
+             * file can still be named as --output=--json. */
+            if (a + 1 >= argc || (argv[a + 1][0] == '-' && argv[a + 1][1] == '-'))
+                return cli_usage(cmd, "missing value for --%s", f->name);
+            val = argv[++a];
+        }
+        if (o->given[i] && f->type != FT_LIST)
+            return cli_usage(cmd, "--%s given more than once", f->name);
+        if (set_value(i, val, o, why, sizeof why) < 0)
+            return cli_usage(cmd, "bad value for --%s: %s", f->name, why);
+        o->given[i] = 1;
+    }
+    for (int i = 0; i < F_COUNT_; i++) {
+        const cli_flag *f = &flags[i];
+        if (!takes(f, cmd) || o->given[i] || !f->dflt) continue;
+        if (f->dflt == cli_required) return cli_usage(cmd, "missing required flag --%s", f->name);
+        int rc = set_value(i, f->dflt, o, why, sizeof why);
+        assert(rc == 0 && "flags.def: a default does not parse"); /* internal invariant */
+        (void)rc;
+    }
+    cli_quiet = o->quiet;
+    return CLI_OK;
+}
+
+void cli_opts_free(cli_opts *o) {
+    for (int i = 0; i < F_COUNT_; i++)
+        if (flags[i].type == FT_LIST) free(((cli_list *)((char *)o + flags[i].off))->v);
+}
+
+/* ---- help --------------------------------------------------------------------------------- */
+/* Print the space-separated words of text wrapped to width 80, continuation lines indented
+ * by `indent`; the cursor is at column `col` when called. */
+static void wrap(FILE *f, const char *text, int col, int indent) {
+    int fresh = 1; /* nothing printed on this line yet */
+    for (const char *p = text; *p;) {
+        const char *sp = strchr(p, ' ');
+        int len = sp ? (int)(sp - p) : (int)strlen(p);
+        if (!fresh && col + 1 + len > 80) {
+            fprintf(f, "\n%*s", indent, "");
+            col = indent;
+        } else if (!fresh) {
+            fputc(' ', f);
+            col++;
+        }
+        fprintf(f, "%.*s", len, p);
+        col += len;
+        fresh = 0;
+        p += len;
+        while (*p == ' ') p++;
+    }
+    fputc('\n', f);
+}
+
+/* "--epochs N" into buf (with "-e, " in front when there is a short form). */
+static void flag_spec(const cli_flag *f, char *buf, size_t n) {
+    char sh[8] = "    ";
+    if (f->shrt) snprintf(sh, sizeof sh, "-%c, ", f->shrt);
+    snprintf(buf, n, "%s--%s%s%s", sh, f->name, f->metavar ? " " : "",
+             f->metavar ? f->metavar : "");
+}
+
+/* Synopsis: required flags, then [optional] ones; an item is never split across lines. */
+static void synopsis(FILE *f, cli_cmd_id cmd, int indent) {
+    int col = fprintf(f, "%*sflare %s %s", indent, "", cli_commands[cmd].group,
+                      cli_commands[cmd].verb);
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < F_COUNT_; i++) {
+            const cli_flag *fl = &flags[i];
+            if (!takes(fl, cmd) || (fl->dflt == cli_required) != (pass == 0)) continue;
+            char item[160];
+            const char *mv = fl->metavar;
+            int len = snprintf(item, sizeof item, "%s--%s%s%s%s", pass ? "[" : "", fl->name,
+                               mv ? " " : "", mv ? mv : "",
+                               fl->type == FT_LIST ? "]..." : pass ? "]" : "");
+            if (col + 1 + len > 80) col = fprintf(f, "\n%*s", indent + 6, "") - 1;
+            col += fprintf(f, " %s", item);
+        }
+    fputc('\n', f);
+}
+
+void cli_help_command(FILE *f, cli_cmd_id cmd) {
+    const cli_command *c = &cli_commands[cmd];
+    fprintf(f, "flare %s %s — %s\n\nusage: ", c->group, c->verb, c->summary);
+    synopsis(f, cmd, 0);
+    fprintf(f, "\nflags:\n");
+    for (int i = 0; i < F_COUNT_; i++) {
+        const cli_flag *fl = &flags[i];
+        if (!takes(fl, cmd)) continue;
+        char spec[160], text[1024];
+        flag_spec(fl, spec, sizeof spec);
+        if (fl->dflt == cli_required)
+            snprintf(text, sizeof text, "%s (required)", fl->help);
+        else if (fl->dflt && fl->type != FT_BOOL)
+            snprintf(text, sizeof text, "%s (default: %s)", fl->help, fl->dflt);
+        else
+            snprintf(text, sizeof text, "%s", fl->help);
+        int col = fprintf(f, "  %s", spec);
+        if (col > 28) {
+            fprintf(f, "\n%30s", "");
+            col = 30;
+        } else {
+            col += fprintf(f, "%*s", 30 - col, "");
+        }
+        wrap(f, text, col, 30);
+    }
+    fprintf(f, "  -h, --help                  this text\n\n"
+               "Flags take their value as --name VALUE or --name=VALUE (-x VALUE for short "
+               "forms).\nExit status: 0 success, 1 failure (flare: <reason>), 2 usage error.\n");
+}
+
+void cli_help_group(FILE *f, const char *group) {
+    for (int g = 0; g < N_GROUPS; g++)
+        if (!strcmp(groups[g].name, group)) fprintf(f, "flare %s — %s\n\n", group, groups[g].summary);
+    fprintf(f, "commands:\n");
+    for (int c = 0; c < CMD_COUNT_; c++) {
+        if (strcmp(cli_commands[c].group, group)) continue;
+        fprintf(f, "  %-8s  ", cli_commands[c].verb);
+        wrap(f, cli_commands[c].summary, 12, 12);
+    }
+    fprintf(f, "\nusage:\n");
+    for (int c = 0; c < CMD_COUNT_; c++)
+        if (!strcmp(cli_commands[c].group, group)) synopsis(f, (cli_cmd_id)c, 2);
+    fprintf(f, "\nflare %s VERB --help describes each flag.\n", group);
+}
+
+void cli_help_main(FILE *f) {
+    fprintf(f, "flare %s — coverage-guided testing of neural networks\n\n"
+               "usage: flare GROUP VERB [flags]\n"
+               "       flare GROUP VERB --help      (or: flare help GROUP VERB)\n"
+               "       flare GROUP --help\n"
+               "       flare --version\n\n",
+            FLARE_VERSION);
+    for (int g = 0; g < N_GROUPS; g++) {
+        fprintf(f, "%s: %s\n", groups[g].name, groups[g].summary);
+        for (int c = 0; c < CMD_COUNT_; c++) {
+            if (strcmp(cli_commands[c].group, groups[g].name)) continue;
+            fprintf(f, "  %s %-8s ", cli_commands[c].group, cli_commands[c].verb);
+            wrap(f, cli_commands[c].summary, 14, 14);
+        }
+        fprintf(f, "\n");
+    }
+    fprintf(f, "synopsis (REQUIRED flags first, [optional] with defaults in each --help):\n");
+    for (int c = 0; c < CMD_COUNT_; c++) synopsis(f, (cli_cmd_id)c, 2);
+    fprintf(f, "\nExit status: 0 success, 1 failure (flare: <reason>), 2 usage error.\n"
+               "Documentation: docs/cli.md\n");
+}

@@ -1,0 +1,148 @@
+/* flare nn run: one forward pass over the input images; the model's first output goes to
+ * --output, each --layer to its own NPY file. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/cli.h"
+#include "flare/data.h"
+#include "flare/onnx.h"
+
+/* A layer name as a file-name part: "/conv1/Conv_output_0" -> "conv1_Conv_output_0". */
+static void sanitize(const char *name, char *out, size_t n) {
+    size_t k = 0;
+    for (const char *p = name; *p && k + 1 < n; p++) {
+        char c = *p;
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '-' || c == '_' || c == '.';
+        if (!ok) c = '_';
+        if (k == 0 && (c == '_' || c == '.')) continue; /* no hidden files, no leading '_' */
+        out[k++] = c;
+    }
+    if (k == 0) out[k++] = 'x';
+    out[k] = 0;
+}
+
+static int common_prefix(const char *a, const char *b) {
+    int n = 0;
+    while (a[n] && a[n] == b[n]) n++;
+    return n;
+}
+
+/* An unknown --layer: name up to 8 values that share the longest prefix with it (or the
+ * first layers when none does), so that a typo shows the intended name. */
+static int unknown_layer(const cli_opts *o, fl_model *m, const char *name) {
+    fl_err e = {0};
+    fl_layer_info *L = NULL;
+    int n = fl_model_layers(m, &L, &e);
+    if (n < 0) return cli_fail(&e);
+    int best = 0;
+    for (int i = 0; i < n; i++) {
+        int c = common_prefix(name, L[i].name);
+        if (c > best) best = c;
+    }
+    char list[1024] = "";
+    int shown = 0;
+    size_t k = 0;
+    for (int i = 0; i < n && shown < 8; i++) {
+        if (best > 0 && common_prefix(name, L[i].name) < best) continue;
+        k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", shown ? ", " : "", L[i].name);
+        if (k >= sizeof list) k = sizeof list - 1;
+        shown++;
+    }
+    free(L);
+    return cli_usage(o->cmd, "--layer %s: %s has no such value; %s: %s (all: flare nn info "
+                     "--model %s)", name, o->model, best ? "did you mean" : "layers are",
+                     list, o->model);
+}
+
+/* out without its ".npy" suffix + "." + part + ".npy", or DIR/part.npy. */
+static char *layer_path(const cli_opts *o, const char *part) {
+    size_t n = strlen(o->run_output), need = n + strlen(part) + 8;
+    if (o->set[F_outdir]) need += strlen(o->outdir);
+    char *s = malloc(need);
+    if (!s) return NULL;
+    if (o->set[F_outdir]) {
+        snprintf(s, need, "%s/%s.npy", o->outdir, part);
+    } else {
+        if (n > 4 && !strcmp(o->run_output + n - 4, ".npy")) n -= 4;
+        snprintf(s, need, "%.*s.%s.npy", (int)n, o->run_output, part);
+    }
+    return s;
+}
+
+static void say_wrote(const char *path, const fl_tensor *t, const char *what) {
+    char shp[128];
+    printf("wrote %s  %s  (%s)\n", path, fl_shape_str(t, shp, sizeof shp), what);
+}
+
+int cmd_nn_run(const cli_opts *o) {
+    fl_err e = {0};
+    fl_model *m = NULL;
+    fl_dataset *d = NULL;
+    fl_scale sc;
+    char **paths = NULL;
+    int rc = CLI_FAIL, nl = o->layer.n;
+    fl_threads_set((int)o->threads);
+    if (o->given[F_scale] && fl_scale_parse(o->scale, &sc, &e) != FL_OK)
+        return cli_usage(o->cmd, "--scale: %s", e.msg);
+
+    if (fl_onnx_load(o->model, &m, &e) != FL_OK) goto out;
+    for (int i = 0; i < nl; i++)
+        if (fl_model_find(m, o->layer.v[i]) < 0) {
+            rc = unknown_layer(o, m, o->layer.v[i]);
+            goto out_quiet;
+        }
+    /* File names first: two layers whose names sanitize alike get distinct files. */
+    paths = calloc((size_t)nl + 1, sizeof *paths);
+    if (!paths) goto oom;
+    for (int i = 0; i < nl; i++) {
+        char part[256], uniq[280];
+        sanitize(o->layer.v[i], part, sizeof part);
+        snprintf(uniq, sizeof uniq, "%s", part);
+        for (int dup = 2;; dup++) {
+            if (!(paths[i] = layer_path(o, uniq))) goto oom;
+            int j = 0;
+            while (j < i && strcmp(paths[i], paths[j])) j++;
+            if (j == i) break;
+            free(paths[i]);
+            paths[i] = NULL;
+            snprintf(uniq, sizeof uniq, "%s-%d", part, dup);
+        }
+    }
+    if (o->set[F_outdir] && mkdir(o->outdir, 0777) != 0 && errno != EEXIST) {
+        fl_fail(&e, FL_ERR_IO, "%s: cannot create directory: %s", o->outdir, strerror(errno));
+        goto out;
+    }
+    if (fl_dataset_load(o->input, o->given[F_scale] ? &sc : NULL, o->limit, &d, &e) != FL_OK)
+        goto out;
+    fl_tensor x = fl_dataset_view(d, 0, d->n);
+    if (fl_model_forward(m, &x, &e) != FL_OK) goto out;
+
+    const fl_tensor *y = fl_model_output(m, 0);
+    if (fl_npy_write_tensor(o->run_output, y, &e) != FL_OK) goto out;
+    say_wrote(o->run_output, y, fl_model_output_name(m, 0));
+    for (int i = 0; i < nl; i++) {
+        const fl_tensor *t = fl_model_tensor(m, o->layer.v[i]);
+        if (!t || !t->data) {
+            fl_fail(&e, FL_ERR_NOTFOUND, "%s: value %s was not computed by the forward pass",
+                    o->model, o->layer.v[i]);
+            goto out;
+        }
+        if (fl_npy_write_tensor(paths[i], t, &e) != FL_OK) goto out;
+        say_wrote(paths[i], t, o->layer.v[i]);
+    }
+    rc = CLI_OK;
+    goto out;
+oom:
+    fl_fail(&e, FL_ERR_NOMEM, "out of memory");
+out:
+    if (rc != CLI_OK) cli_fail(&e);
+out_quiet:
+    for (int i = 0; paths && i < nl; i++) free(paths[i]);
+    free(paths);
+    fl_dataset_free(d);
+    fl_model_free(m);
+    return rc;
+}

@@ -181,6 +181,8 @@ static void test_reshape(void **state) {
     fail_reshape(&x, 4, VALS(0, 0, 0, 0), 0, "only 3 dims");
     fail_reshape(&x, 2, VALS(0, -1), 1, "both 0 and -1");
     fail_reshape(&x, 2, VALS(0, 24), 1, "to [0,24]");
+    fail_reshape(&x, 8, VALS(16777216, 16777216, 16777216, 16777216, 16777216, 16777216, 1, 1), 0,
+                 "too large");
     /* shape must hold integers, and be 1-D */
     {
         fl_tensor ins[2] = {x, T(1, SHP(2), VALS(2.5f, -1))};

@@ -14,6 +14,7 @@
  * in the graphs flare runs; the shape a node planned for therefore stays valid in later
  * forward passes. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "flare/model.h"
@@ -55,10 +56,13 @@ static void out_dtype_from_input(fl_model *m, fl_node *n) {
         m->values[n->out[0]].onnx_dtype = m->values[n->in[0]].onnx_dtype;
 }
 
+/* "[2,-1,0]": like fl_shape_str, for a requested shape (whose product may overflow). */
 static const char *dims_str(int ndim, const int64_t *shape, char *buf, size_t len) {
-    fl_tensor t = {0};
-    fl_tensor_set_shape(&t, ndim, shape);
-    return fl_shape_str(&t, buf, len);
+    size_t k = (size_t)snprintf(buf, len, "[");
+    for (int i = 0; i < ndim && k < len; i++)
+        k += (size_t)snprintf(buf + k, len - k, "%s%lld", i ? "," : "", (long long)shape[i]);
+    if (k < len) snprintf(buf + k, len - k, "]");
+    return buf;
 }
 
 /* Map axis in [-rank, rank) to [0, rank); -1 when out of range. */
@@ -172,7 +176,10 @@ static fl_status reshape_shape(fl_model *m, fl_node *n, fl_err *e) {
                                i, fl_shape_str(x, b, sizeof b), x->ndim);
             shp[i] = x->shape[i];
         }
-        known *= shp[i];
+        /* entries are read as integers below 2^24, but eight of them can overflow int64 */
+        if (__builtin_mul_overflow(known, shp[i], &known))
+            return fl_fail(e, FL_ERR_SHAPE, "node '%s' (Reshape): shape %s is too large", n->name,
+                           dims_str(nd, req, a, sizeof a));
     }
     if (infer >= 0) {
         if (allowzero && known == 0)

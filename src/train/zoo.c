@@ -83,8 +83,11 @@ static void conv(zb *b, const char *mod, int cout, int k, int pad) {
     int64_t fan_in = (int64_t)b->c * k * k;
     float bound = 1.0f / sqrtf((float)fan_in);
     int64_t ws[4] = {cout, b->c, k, k}, bs[1] = {cout};
-    int in[3] = {b->cur, zb_tensor(b, wn, FL_VAL_PARAM, 4, ws, bound, 0),
-                 zb_tensor(b, bn, FL_VAL_PARAM, 1, bs, bound, 0)};
+    /* separate statements: the order of the draws must not depend on the compiler (the
+     * evaluation order of an initializer list is unspecified) */
+    int in[3] = {b->cur};
+    in[1] = zb_tensor(b, wn, FL_VAL_PARAM, 4, ws, bound, 0);
+    in[2] = zb_tensor(b, bn, FL_VAL_PARAM, 1, bs, bound, 0);
     int64_t dil[2] = {1, 1}, ks[2] = {k, k}, pads[4] = {pad, pad, pad, pad}, str[2] = {1, 1};
     fl_attr a[5] = {fl_attr_ints("dilations", 2, dil), fl_attr_int("group", 1),
                     fl_attr_ints("kernel_shape", 2, ks), fl_attr_ints("pads", 4, pads),
@@ -138,8 +141,9 @@ static void linear(zb *b, const char *mod, int out) {
     snprintf(bn, sizeof bn, "%s.bias", mod);
     float bound = 1.0f / sqrtf((float)b->c);
     int64_t ws[2] = {out, b->c}, bs[1] = {out};
-    int in[3] = {b->cur, zb_tensor(b, wn, FL_VAL_PARAM, 2, ws, bound, 0),
-                 zb_tensor(b, bn, FL_VAL_PARAM, 1, bs, bound, 0)};
+    int in[3] = {b->cur};
+    in[1] = zb_tensor(b, wn, FL_VAL_PARAM, 2, ws, bound, 0);
+    in[2] = zb_tensor(b, bn, FL_VAL_PARAM, 1, bs, bound, 0);
     fl_attr a[3] = {fl_attr_float("alpha", 1.0f), fl_attr_float("beta", 1.0f),
                     fl_attr_int("transB", 1)};
     zb_node(b, mod, "Gemm", 3, in, 3, a);
@@ -150,7 +154,8 @@ static void linear(zb *b, const char *mod, int out) {
 static void dropout(zb *b, const char *mod, float ratio) {
     char rn[96];
     snprintf(rn, sizeof rn, "%s.ratio", mod);
-    int in[2] = {b->cur, zb_tensor(b, rn, FL_VAL_CONST, 0, NULL, 0, ratio)};
+    int in[2] = {b->cur};
+    in[1] = zb_tensor(b, rn, FL_VAL_CONST, 0, NULL, 0, ratio);
     zb_node(b, mod, "Dropout", 2, in, 0, NULL);
 }
 

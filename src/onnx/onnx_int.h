@@ -1,0 +1,34 @@
+/* Internal to src/onnx: TensorProto conversion, the load-time shape folding, and a small arena
+ * for building protobuf-c messages. */
+#ifndef FLARE_ONNX_INT_H
+#define FLARE_ONNX_INT_H
+
+#include "flare/onnx.h"
+#include "onnx/onnx.pb-c.h"
+
+/* Decode tp into t (allocated, float). `what` names the tensor in errors, e.g.
+ * "model.onnx: initializer 'fc.weight'". Fails on external data, unsupported element types,
+ * more than FL_MAX_DIMS dims, negative dims and data whose length does not match the dims. */
+fl_status fl_onnx_tensor_decode(const Onnx__TensorProto *tp, fl_tensor *t, int *dtype,
+                                const char *what, fl_err *e);
+
+/* Everything allocated while building a message, released in one call. */
+typedef struct fl_arena {
+    void **p;
+    int n, cap;
+    int failed; /* an allocation failed (the message must not be packed) */
+} fl_arena;
+
+void *fl_arena_alloc(fl_arena *a, size_t bytes); /* zeroed; NULL (and a->failed) on failure */
+char *fl_arena_strdup(fl_arena *a, const char *s);
+void fl_arena_free(fl_arena *a);
+
+/* Fill tp (already initialised with ONNX__TENSOR_PROTO__INIT) from t as element type dtype:
+ * little-endian raw_data; integers are rounded and clamped to the type's range. */
+void fl_onnx_tensor_encode(fl_arena *a, Onnx__TensorProto *tp, const fl_tensor *t, int dtype,
+                           const char *name);
+
+/* Fold shape sub-graphs into constants (see fold.c). `file` names the model in errors. */
+fl_status fl_onnx_fold_shapes(fl_model *m, const char *file, fl_err *e);
+
+#endif

@@ -177,7 +177,7 @@ const char *fl_model_output_name(const fl_model *m, int i);
 /* Any value by ONNX name (after forward for activations); NULL if there is no such value. */
 const fl_tensor *fl_model_tensor(const fl_model *m, const char *name);
 
-/* Gradients. fl_model_backward zeroes all activation and input gradients, adds seeds[i] to
+/* Gradients. fl_model_backward starts all activation and input gradients from zero, adds seeds[i] to
  * the gradient of value names[i] (seed shape == value shape), and runs backward through the
  * graph: afterwards fl_model_grad(m, input) is d(sum_i <seeds[i], value_i>)/d(input).
  * Parameter gradients are accumulated (+=) only when fl_model_want_param_grads(m, 1) was
@@ -187,7 +187,9 @@ fl_status fl_model_backward(fl_model *m, int n_seeds, const char *const *names,
 /* Same with value indices (no name lookups, for inner loops). */
 fl_status fl_model_backward_idx(fl_model *m, int n_seeds, const int *idx, const fl_tensor *seeds,
                                 fl_err *e);
-const fl_tensor *fl_model_grad(const fl_model *m, const char *name);
+/* The gradient of a value after fl_model_backward (zero where the seeds do not reach it);
+ * parameters: the accumulated gradient. NULL when the value has no gradient buffer. */
+const fl_tensor *fl_model_grad(fl_model *m, const char *name);
 fl_status fl_model_want_param_grads(fl_model *m, int yes, fl_err *e);
 void fl_model_zero_param_grads(fl_model *m);
 

@@ -331,7 +331,10 @@ fl_tensor *fl_gin(fl_model *m, fl_node *n, int i) {
     if (i >= n->n_in || n->in[i] < 0) return NULL;
     fl_value *v = &m->values[n->in[i]];
     if (!v->g.data) return NULL;
-    m->touched[n->in[i]] = 1;
+    if (!m->touched[n->in[i]]) { /* first gradient into v in this pass: start from zero */
+        memset(v->g.data, 0, (size_t)v->g.size * sizeof(float));
+        m->touched[n->in[i]] = 1;
+    }
     return &v->g;
 }
 fl_tensor *fl_gout(fl_model *m, fl_node *n, int i) { return &m->values[n->out[i]].g; }

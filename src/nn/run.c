@@ -104,9 +104,13 @@ const fl_tensor *fl_model_tensor(const fl_model *m, const char *name) {
     int v = fl_model_find(m, name);
     return v < 0 ? NULL : &m->values[v].t;
 }
-const fl_tensor *fl_model_grad(const fl_model *m, const char *name) {
+static void clear_if_untouched(fl_model *m, int v);
+
+const fl_tensor *fl_model_grad(fl_model *m, const char *name) {
     int v = fl_model_find(m, name);
-    return v < 0 || !m->values[v].g.data ? NULL : &m->values[v].g;
+    if (v < 0 || !m->values[v].g.data) return NULL;
+    if (m->values[v].kind != FL_VAL_PARAM && m->touched) clear_if_untouched(m, v);
+    return &m->values[v].g;
 }
 
 /* ---- backward ------------------------------------------------------------------------------- */
@@ -140,17 +144,29 @@ void fl_model_zero_param_grads(fl_model *m) {
     }
 }
 
+/* Gradients are zeroed lazily: a value's gradient buffer is cleared the first time a backward
+ * kernel asks for it (fl_gin) in this pass, so a backward pass touches only the part of the
+ * graph between the inputs and the seeds instead of clearing every activation gradient. */
+static void clear_if_untouched(fl_model *m, int v) {
+    if (m->touched[v]) return;
+    fl_tensor *g = &m->values[v].g;
+    memset(g->data, 0, (size_t)g->size * sizeof(float));
+    m->touched[v] = 1;
+}
+
 fl_status fl_model_backward_idx(fl_model *m, int n_seeds, const int *idx, const fl_tensor *seeds,
                                 fl_err *e) {
     if (!m->planned) return fl_fail(e, FL_ERR_ARG, "backward called before forward");
     memset(m->touched, 0, (size_t)m->n_values);
     for (int i = 0; i < m->n_values; i++) {
         fl_value *v = &m->values[i];
+        if (v->kind == FL_VAL_PARAM) {
+            m->touched[i] = 1; /* accumulated across passes; cleared by zero_param_grads */
+            continue;
+        }
         int want = v->kind == FL_VAL_ACT || (v->kind == FL_VAL_INPUT && !m->skip_input_grad);
-        if (!want) continue;
-        if (ensure_grad(v) != FL_OK)
+        if (want && ensure_grad(v) != FL_OK)
             return fl_fail(e, FL_ERR_NOMEM, "out of memory for the gradient of '%s'", v->name);
-        memset(v->g.data, 0, (size_t)v->g.size * sizeof(float));
     }
     if (m->skip_input_grad)
         for (int i = 0; i < m->n_inputs; i++) fl_tensor_free(&m->values[m->inputs[i]].g);
@@ -160,22 +176,27 @@ fl_status fl_model_backward_idx(fl_model *m, int n_seeds, const int *idx, const 
             return fl_fail(e, FL_ERR_NOTFOUND, "backward: no tensor with index %d", idx[s]);
         fl_value *v = &m->values[idx[s]];
         char a[128], b[128];
-        if (!v->g.data)
-            return fl_fail(e, FL_ERR_ARG, "backward: '%s' is not an activation", v->name);
+        if (!v->g.data || v->kind == FL_VAL_PARAM)
+            return fl_fail(e, FL_ERR_ARG, "backward: '%s' is not an activation or input", v->name);
         if (!fl_tensor_same_shape(&v->g, &seeds[s]))
             return fl_fail(e, FL_ERR_SHAPE, "backward: seed for '%s' has shape %s, tensor has %s",
                            v->name, fl_shape_str(&seeds[s], a, sizeof a),
                            fl_shape_str(&v->t, b, sizeof b));
+        clear_if_untouched(m, idx[s]);
         for (int64_t k = 0; k < v->g.size; k++) v->g.data[k] += seeds[s].data[k];
-        m->touched[idx[s]] = 1;
         if (v->producer > last) last = v->producer;
     }
     for (int i = last; i >= 0; i--) {
         fl_node *n = &m->nodes[i];
         int any = 0;
         for (int k = 0; k < n->n_out && !any; k++) any = m->touched[n->out[k]];
-        if (any && n->op->backward) n->op->backward(m, n);
+        if (!any || !n->op->backward) continue;
+        for (int k = 0; k < n->n_out; k++) clear_if_untouched(m, n->out[k]);
+        n->op->backward(m, n);
     }
+    /* the input gradient is the result callers read: make it zero when nothing reached it */
+    for (int i = 0; i < m->n_inputs; i++)
+        if (m->values[m->inputs[i]].g.data) clear_if_untouched(m, m->inputs[i]);
     return FL_OK;
 }
 

@@ -1,0 +1,62 @@
+#!/bin/sh
+# make bench: flare's engine against named baselines; prints ratios and the targets.
+#   - throughput vs PyTorch CPU (Debian python3-torch), same architecture, batch, threads
+#   - a large convolution vs a bare OpenBLAS sgemm of the same FLOP count
+#   - peak RSS of `flare nn train` (LeNet-5, Fashion-MNIST, 1 epoch), measured by /usr/bin/time
+#   - LeNet-5 test accuracy after 10 epochs of the default recipe (skip: BENCH_QUICK=1)
+# Raw results go to build/bench/results.jsonl.
+set -eu
+build=${1:-build}
+threads=${BENCH_THREADS:-2}
+res=$build/bench/results.jsonl
+mkdir -p "$build/bench/tmp"
+: >"$res"
+
+echo "== flare engine ($threads threads) =="
+"$build/bench/bench_nn" "$threads" | tee -a "$res"
+if /usr/bin/python3 -c "import torch" 2>/dev/null; then
+  echo "== baseline: PyTorch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)') CPU ($threads threads) =="
+  /usr/bin/python3 bench/torch_bench.py "$threads" | sed 's/"name": "/"name": "torch_/' | tee -a "$res"
+else
+  echo "(python3-torch not installed: no PyTorch baseline)"
+fi
+
+echo "== peak RSS: flare nn train --arch lenet5, 1 epoch =="
+/usr/bin/time -f '%M' -o "$build/bench/tmp/rss" "$build/flare" nn train --arch lenet5 \
+  --data fashion-mnist --epochs 1 --batch 64 --seed 1 --threads "$threads" \
+  -o "$build/bench/tmp/rss.onnx" >/dev/null 2>&1
+echo "{\"name\": \"lenet5_train_peak_rss\", \"kb\": $(tail -n 1 "$build/bench/tmp/rss")}" | tee -a "$res"
+
+if [ "${BENCH_QUICK:-0}" != 1 ]; then
+  echo "== accuracy: default recipe, LeNet-5, Fashion-MNIST, 10 epochs =="
+  "$build/flare" nn train --arch lenet5 --data fashion-mnist --epochs 10 --seed 1 \
+    --threads "$threads" --stats "$build/bench/tmp/acc.jsonl" -o "$build/bench/tmp/acc.onnx" \
+    >/dev/null 2>&1
+  tail -n 1 "$build/bench/tmp/acc.jsonl" | sed 's/^{/{"name": "lenet5_10ep", /' | tee -a "$res"
+fi
+
+/usr/bin/python3 - "$res" <<'PY'
+import json, sys
+r = {}
+for line in open(sys.argv[1]):
+    line = line.strip()
+    if line.startswith("{"):
+        d = json.loads(line); r[d["name"]] = d
+def row(what, value, target, ok):
+    print(f"  {what:<52} {value:>12}   target {target:<8} {'ok' if ok else 'MISSED'}")
+print("\n== summary ==")
+for k, tgt in (("lenet5_train_b64", 3.0), ("lenet5_infer_b256", 2.0)):
+    if k in r and "torch_" + k in r:
+        ratio = r[k]["images_per_s"] / r["torch_" + k]["images_per_s"]
+        row(f"{k}: flare/PyTorch images/s", f"{ratio:.2f}x", f">= {tgt}x", ratio >= tgt)
+c = r.get("conv_vs_sgemm")
+if c:
+    row("conv 64->64 3x3 [16,64,32,32] / bare sgemm", f"{c['ratio']*100:.0f}%", ">= 50%", c["ratio"] >= 0.5)
+m = r.get("lenet5_train_peak_rss")
+if m:
+    row("peak RSS, nn train lenet5", f"{m['kb']/1024:.0f} MB", "<= 200MB", m["kb"] <= 200 * 1024)
+a = r.get("lenet5_10ep")
+if a:
+    acc = a.get("test_acc", -1)
+    row("LeNet-5 Fashion-MNIST test accuracy, 10 epochs", f"{acc*100:.2f}%", ">= 89%", acc >= 0.89)
+PY

@@ -1,0 +1,71 @@
+#!/usr/bin/python3
+"""Baseline for flare's benchmarks: the same architectures in PyTorch (CPU).
+
+Prints one JSON object per line: {"name": ..., "images_per_s": ...}. Run with Debian's
+python3-torch (/usr/bin/python3). Threads are fixed with torch.set_num_threads so that both
+sides use the same number of cores.
+"""
+import json
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class LeNet5(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 6, 5)
+        self.conv2 = nn.Conv2d(6, 16, 5)
+        self.fc1 = nn.Linear(256, 120)
+        self.fc2 = nn.Linear(120, 84)
+        self.fc3 = nn.Linear(84, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        x = torch.flatten(x, 1)
+        return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))
+
+
+def bench_train(model, batch, steps, warmup=5):
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x = torch.rand(batch, 1, 28, 28)
+    y = torch.randint(0, 10, (batch,))
+    model.train()
+    for i in range(warmup + steps):
+        if i == warmup:
+            t0 = time.perf_counter()
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+    return batch * steps / (time.perf_counter() - t0)
+
+
+def bench_infer(model, batch, steps, warmup=3):
+    x = torch.rand(batch, 1, 28, 28)
+    model.eval()
+    with torch.no_grad():
+        for i in range(warmup + steps):
+            if i == warmup:
+                t0 = time.perf_counter()
+            model(x)
+    return batch * steps / (time.perf_counter() - t0)
+
+
+def main():
+    threads = int(sys.argv[1]) if len(sys.argv) > 1 else 2
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    m = LeNet5()
+    print(json.dumps({"name": "lenet5_train_b64", "threads": threads,
+                      "images_per_s": bench_train(m, 64, 200)}))
+    print(json.dumps({"name": "lenet5_infer_b256", "threads": threads,
+                      "images_per_s": bench_infer(m, 256, 40)}))
+
+
+if __name__ == "__main__":
+    main()

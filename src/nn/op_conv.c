@@ -1,3 +1,360 @@
-/* placeholder: being written */
+/* Conv (2-D), the window attributes shared with pooling, and convolution lowered to GEMM
+ * (see op_conv.h for the shape of the lowering). ConvTranspose is in op_convt.c. */
+#include <limits.h>
+#include <string.h>
+
+#include "flare/model.h"
+#include "nn/op_conv.h"
 #include "nn/ops.h"
-const fl_op *const fl_ops_conv[] = {NULL};
+
+/* ---- window attributes ------------------------------------------------------------------------ */
+fl_status fl_window_ints(const fl_node *n, const char *name, int want, int64_t min,
+                        int64_t *dst, fl_err *e) {
+    const fl_attr *a = fl_node_attr(n, name);
+    if (!a) return FL_OK;
+    if (a->type != FL_ATTR_INTS)
+        return fl_fail(e, FL_ERR_FORMAT, "node '%s' (%s): attribute '%s' must be a list of ints",
+                       n->name, n->op->name, name);
+    if (a->n != want)
+        return fl_fail(e, FL_ERR_UNSUPPORTED,
+                       "node '%s' (%s): only 2-D supported ('%s' has %d entries, expected %d)",
+                       n->name, n->op->name, name, a->n, want);
+    for (int i = 0; i < want; i++) {
+        if (a->ints[i] < min || a->ints[i] > INT_MAX / 4)
+            return fl_fail(e, FL_ERR_FORMAT, "node '%s' (%s): %s[%d] = %lld is out of range",
+                           n->name, n->op->name, name, i, (long long)a->ints[i]);
+        dst[i] = a->ints[i];
+    }
+    return FL_OK;
+}
+
+fl_status fl_window_parse(const fl_node *n, fl_window *w, fl_err *e) {
+    memset(w, 0, sizeof *w);
+    w->stride[0] = w->stride[1] = w->dil[0] = w->dil[1] = 1;
+    w->has_kernel = fl_node_attr(n, "kernel_shape") != NULL;
+    fl_status st = fl_window_ints(n, "kernel_shape", 2, 1, w->kernel, e);
+    if (st == FL_OK) st = fl_window_ints(n, "strides", 2, 1, w->stride, e);
+    if (st == FL_OK) st = fl_window_ints(n, "dilations", 2, 1, w->dil, e);
+    if (st == FL_OK) st = fl_window_ints(n, "pads", 4, 0, w->pads, e);
+    if (st != FL_OK) return st;
+    const fl_attr *a = fl_node_attr(n, "auto_pad");
+    if (!a) return FL_OK;
+    static const char *const names[] = {"NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"};
+    for (int i = 0; i < 4; i++)
+        if (a->type == FL_ATTR_STRING && a->s && strcmp(a->s, names[i]) == 0) {
+            w->auto_pad = (fl_auto_pad)i;
+            return FL_OK;
+        }
+    return fl_fail(e, FL_ERR_FORMAT, "node '%s' (%s): bad auto_pad '%s'", n->name, n->op->name,
+                   a->type == FL_ATTR_STRING && a->s ? a->s : "(not a string)");
+}
+
+fl_status fl_check_4d(const fl_node *n, const fl_tensor *x, const char *what, fl_err *e) {
+    if (x->ndim == 4) return FL_OK;
+    char buf[128];
+    return fl_fail(e, x->ndim == 3 || x->ndim == 5 ? FL_ERR_UNSUPPORTED : FL_ERR_SHAPE,
+                   "node '%s' (%s): only 2-D supported: %s has shape %s, expected [N,C,H,W]",
+                   n->name, n->op->name, what, fl_shape_str(x, buf, sizeof buf));
+}
+
+fl_status fl_window_out(const fl_node *n, const fl_window *w, int axis, int64_t in, int64_t k,
+                        int ceil_mode, int64_t *out, int64_t *pad_begin, int64_t *pad_end,
+                        fl_err *e) {
+    int64_t s = w->stride[axis], dk = (k - 1) * w->dil[axis] + 1, o = 0, pb = 0, pe = 0;
+    if (w->auto_pad == FL_PAD_SAME_UPPER || w->auto_pad == FL_PAD_SAME_LOWER) {
+        /* SAME: out = ceil(in / stride); the odd pad goes to the end (UPPER) or begin (LOWER) */
+        o = (in + s - 1) / s;
+        int64_t total = (o - 1) * s + dk - in;
+        if (total < 0) total = 0;
+        pb = w->auto_pad == FL_PAD_SAME_UPPER ? total / 2 : total - total / 2;
+        pe = total - pb;
+    } else {
+        if (w->auto_pad == FL_PAD_NOTSET) {
+            pb = w->pads[axis];
+            pe = w->pads[axis + 2];
+        }
+        int64_t span = in + pb + pe - dk;
+        if (span >= 0) {
+            o = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+            /* ceil_mode may add a window that starts in the end padding: PyTorch drops it */
+            if (ceil_mode && (o - 1) * s >= in + pb) o--;
+        }
+    }
+    if (o <= 0 || o > INT_MAX / 4)
+        return fl_fail(e, FL_ERR_SHAPE,
+                       "node '%s' (%s): %s size %lld is too small for a window of %lld (with "
+                       "dilation) and pads %lld+%lld",
+                       n->name, n->op->name, axis ? "width" : "height", (long long)in,
+                       (long long)dk, (long long)pb, (long long)pe);
+    *out = o;
+    *pad_begin = pb;
+    *pad_end = pe;
+    return FL_OK;
+}
+
+void fl_bias_add(float *y, const float *b, int64_t n, int64_t c, int64_t p) {
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < c; j++) {
+            float *row = y + (i * c + j) * p, bj = b[j];
+            for (int64_t k = 0; k < p; k++) row[k] += bj;
+        }
+}
+
+void fl_bias_grad(float *db, const float *dy, int64_t n, int64_t c, int64_t p) {
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < c; j++) {
+            const float *row = dy + (i * c + j) * p;
+            float s = 0;
+            for (int64_t k = 0; k < p; k++) s += row[k];
+            db[j] += s;
+        }
+}
+
+/* ---- convolution lowered to GEMM ---------------------------------------------------------------- */
+
+size_t fl_conv_cols_budget = (size_t)1 << 20;
+
+static fl_status grow(float **buf, size_t *cap, size_t need) {
+    if (need <= *cap) return FL_OK;
+    fl_free(*buf);
+    *buf = fl_alloc(need * sizeof(float));
+    *cap = *buf ? need : 0;
+    return *buf ? FL_OK : FL_ERR_NOMEM;
+}
+
+fl_status fl_lowered_plan(fl_lowered *L, const fl_node *node, int n, int ci, int zc, int group,
+                          const fl_conv2d_geom *g, fl_err *e) {
+    L->g = *g;
+    L->n = n;
+    L->ci = ci;
+    L->zc = zc;
+    L->group = group;
+    L->cached = -1;
+    L->direct = g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->pt == 0 &&
+                g->pl == 0 && g->oh == g->h && g->ow == g->w;
+    size_t p = (size_t)g->oh * g->ow, k = (size_t)ci * g->kh * g->kw;
+    size_t nb = L->direct ? 1 : fl_conv_cols_budget / (k * p > 0 ? k * p : 1);
+    if (nb < 1) nb = 1;
+    if (nb > (size_t)n) nb = n > 0 ? (size_t)n : 1;
+    L->nb = (int)nb;
+    fl_status st = grow(&L->cols, &L->cols_cap, L->direct ? 0 : k * nb * p);
+    if (st == FL_OK) st = grow(&L->mat, &L->mat_cap, nb > 1 ? (size_t)zc * nb * p : 0);
+    if (st != FL_OK)
+        return fl_fail(e, st, "node '%s' (%s): out of memory for im2col buffers", node->name,
+                       node->op->name);
+    return FL_OK;
+}
+
+void fl_lowered_free(fl_lowered *L) {
+    fl_free(L->cols);
+    fl_free(L->mat);
+    L->cols = L->mat = NULL;
+    L->cols_cap = L->mat_cap = 0;
+}
+
+/* im2col of images n0..n0+b of `in` into cols [ci*kh*kw, b*P], or (in == NULL) col2im of
+ * cols added into the same images of `out`. One image is fl_im2col's own layout. For several,
+ * each cols row is produced by fl_im2col over a single plane with a 1x1 kernel whose pads are
+ * shifted by the kernel offset (ki*dh, kj*dw): that reads exactly row (c, ki, kj), and lets us
+ * place it at image j's columns. */
+static void chunk_fold(fl_lowered *L, const float *in, float *out, int n0, int b) {
+    const fl_conv2d_geom *g = &L->g;
+    size_t p = (size_t)g->oh * g->ow, plane = (size_t)g->h * g->w, ld = (size_t)b * p;
+    size_t first = (size_t)n0 * L->ci * plane;
+    if (b == 1) {
+        fl_conv2d_geom all = *g;
+        all.c = L->ci;
+        if (in)
+            fl_im2col(L->cols, in + first, &all);
+        else
+            fl_col2im(out + first, L->cols, &all);
+        return;
+    }
+    fl_conv2d_geom row = *g;
+    row.c = row.kh = row.kw = 1;
+    for (int j = 0; j < b; j++)
+        for (int c = 0; c < L->ci; c++) {
+            size_t img = first + ((size_t)j * L->ci + c) * plane;
+            for (int ki = 0; ki < g->kh; ki++)
+                for (int kj = 0; kj < g->kw; kj++) {
+                    row.pt = g->pt - ki * g->dh;
+                    row.pl = g->pl - kj * g->dw;
+                    float *r = L->cols + ((size_t)(c * g->kh + ki) * g->kw + kj) * ld + j * p;
+                    if (in)
+                        fl_im2col(r, in + img, &row);
+                    else
+                        fl_col2im(out + img, r, &row);
+                }
+        }
+}
+
+/* mat [zc, b*P] <-> images n0..n0+b of Z [N, zc, P]. */
+static void chunk_gather(fl_lowered *L, const float *Z, int n0, int b) {
+    size_t p = (size_t)L->g.oh * L->g.ow, ld = (size_t)b * p;
+    for (int j = 0; j < b; j++)
+        for (int c = 0; c < L->zc; c++)
+            memcpy(L->mat + c * ld + j * p, Z + ((size_t)(n0 + j) * L->zc + c) * p,
+                   p * sizeof(float));
+}
+
+static void chunk_scatter(fl_lowered *L, float *Z, int n0, int b, int accumulate) {
+    size_t p = (size_t)L->g.oh * L->g.ow, ld = (size_t)b * p;
+    for (int j = 0; j < b; j++)
+        for (int c = 0; c < L->zc; c++) {
+            float *dst = Z + ((size_t)(n0 + j) * L->zc + c) * p;
+            const float *src = L->mat + c * ld + j * p;
+            if (accumulate)
+                for (size_t k = 0; k < p; k++) dst[k] += src[k];
+            else
+                memcpy(dst, src, p * sizeof(float));
+        }
+}
+
+/* The matrix side of a chunk: Z itself for one image, else gathered into mat. */
+static const float *chunk_mat(fl_lowered *L, const float *Z, int n0, int b) {
+    if (b == 1) return Z + (size_t)n0 * L->zc * L->g.oh * L->g.ow;
+    chunk_gather(L, Z, n0, b);
+    return L->mat;
+}
+
+/* The columns of a chunk: I itself for a direct convolution, else im2col (or the cache). */
+static const float *chunk_cols(fl_lowered *L, const float *I, int n0, int b, int trust_cache) {
+    if (L->direct) return I + (size_t)n0 * L->ci * L->g.h * L->g.w;
+    if (!trust_cache || L->cached != n0) chunk_fold(L, I, NULL, n0, b);
+    L->cached = n0;
+    return L->cols;
+}
+
+void fl_lowered_forward(fl_lowered *L, const float *W, const float *I, float *Z, int accumulate) {
+    const fl_conv2d_geom *g = &L->g;
+    int p = g->oh * g->ow, kg = g->c * g->kh * g->kw, zg = L->zc / L->group;
+    for (int n0 = 0; n0 < L->n; n0 += L->nb) {
+        int b = L->n - n0 < L->nb ? L->n - n0 : L->nb, ld = b * p;
+        const float *cols = chunk_cols(L, I, n0, b, 0);
+        /* one image: write Z in place; several: stage in mat, then scatter to NCHW */
+        float *dst = b == 1 ? Z + (size_t)n0 * L->zc * p : L->mat;
+        float beta = b == 1 && accumulate ? 1.0f : 0.0f;
+        for (int gi = 0; gi < L->group; gi++)
+            fl_sgemm(0, 0, zg, ld, kg, 1.0f, W + (size_t)gi * zg * kg, kg,
+                     cols + (size_t)gi * kg * ld, ld, beta, dst + (size_t)gi * zg * ld, ld);
+        if (b > 1) chunk_scatter(L, Z, n0, b, accumulate);
+    }
+}
+
+void fl_lowered_adjoint(fl_lowered *L, const float *W, const float *Z, float *I) {
+    const fl_conv2d_geom *g = &L->g;
+    int p = g->oh * g->ow, kg = g->c * g->kh * g->kw, zg = L->zc / L->group;
+    L->cached = -1; /* cols is overwritten below */
+    for (int n0 = 0; n0 < L->n; n0 += L->nb) {
+        int b = L->n - n0 < L->nb ? L->n - n0 : L->nb, ld = b * p;
+        const float *mat = chunk_mat(L, Z, n0, b);
+        /* direct: the "columns" are I's own channels, so W^T·Z adds into I in place */
+        float *dst = L->direct ? I + (size_t)n0 * L->ci * p : L->cols;
+        float beta = L->direct ? 1.0f : 0.0f;
+        for (int gi = 0; gi < L->group; gi++)
+            fl_sgemm(1, 0, kg, ld, zg, 1.0f, W + (size_t)gi * zg * kg, kg,
+                     mat + (size_t)gi * zg * ld, ld, beta, dst + (size_t)gi * kg * ld, ld);
+        if (!L->direct) chunk_fold(L, NULL, I, n0, b);
+    }
+}
+
+void fl_lowered_grad_w(fl_lowered *L, float *dW, const float *Z, const float *I, int trust_cache) {
+    const fl_conv2d_geom *g = &L->g;
+    int p = g->oh * g->ow, kg = g->c * g->kh * g->kw, zg = L->zc / L->group;
+    /* last chunk first: the forward pass left its columns in cols */
+    for (int n0 = (L->n - 1) / L->nb * L->nb; n0 >= 0; n0 -= L->nb) {
+        int b = L->n - n0 < L->nb ? L->n - n0 : L->nb, ld = b * p;
+        const float *mat = chunk_mat(L, Z, n0, b);
+        const float *cols = chunk_cols(L, I, n0, b, trust_cache);
+        for (int gi = 0; gi < L->group; gi++)
+            fl_sgemm(0, 1, zg, kg, ld, 1.0f, mat + (size_t)gi * zg * ld, ld,
+                     cols + (size_t)gi * kg * ld, ld, 1.0f, dW + (size_t)gi * zg * kg, kg);
+    }
+}
+
+/* ---- Conv ------------------------------------------------------------------------------------------
+ * X [N, C, H, W], W [M, C/group, kh, kw], B [M] (optional)  ->  Y [N, M, OH, OW] */
+typedef struct conv_state {
+    fl_window win;
+    int group;
+    fl_lowered L;
+} conv_state;
+
+static void conv_free(fl_node *n) {
+    conv_state *s = n->state;
+    if (s) fl_lowered_free(&s->L);
+    fl_free(s);
+}
+
+static fl_status conv_init(fl_model *m, fl_node *n, fl_err *e) {
+    static const char *const known[] = {"kernel_shape", "strides", "dilations", "pads",
+                                        "auto_pad", "group", NULL};
+    fl_status st = fl_node_check_arity(n, 2, 3, 1, 1, e);
+    if (st == FL_OK) st = fl_node_check_attrs(n, known, e);
+    if (st != FL_OK) return st;
+    conv_state *s = fl_alloc(sizeof *s);
+    if (!s) return fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    n->state = s;
+    int64_t group = fl_node_attr_int(n, "group", 1);
+    if (group < 1 || group > INT_MAX / 4)
+        return fl_fail(e, FL_ERR_FORMAT, "node '%s' (Conv): bad group %lld", n->name,
+                       (long long)group);
+    s->group = (int)group;
+    return fl_window_parse(n, &s->win, e);
+}
+
+static fl_status conv_shape(fl_model *m, fl_node *n, fl_err *e) {
+    conv_state *s = n->state;
+    const fl_tensor *x = fl_in(m, n, 0), *w = fl_in(m, n, 1), *b = fl_in(m, n, 2);
+    char bx[128], bw[128];
+    fl_status st = fl_check_4d(n, x, "input X", e);
+    if (st == FL_OK) st = fl_check_4d(n, w, "weight W", e);
+    if (st != FL_OK) return st;
+    int64_t c = x->shape[1], mo = w->shape[0], g = s->group;
+    if (w->shape[1] * g != c || mo % g != 0 || x->shape[2] <= 0 || x->shape[3] <= 0 ||
+        (s->win.has_kernel &&
+         (s->win.kernel[0] != w->shape[2] || s->win.kernel[1] != w->shape[3])))
+        return fl_fail(e, FL_ERR_SHAPE,
+                       "node '%s' (Conv): input %s and weight %s do not fit (group %d)", n->name,
+                       fl_shape_str(x, bx, sizeof bx), fl_shape_str(w, bw, sizeof bw), s->group);
+    if (b && (b->ndim != 1 || b->shape[0] != mo))
+        return fl_fail(e, FL_ERR_SHAPE, "node '%s' (Conv): bias has shape %s, expected [%lld]",
+                       n->name, fl_shape_str(b, bx, sizeof bx), (long long)mo);
+    int64_t oh, ow, pt, pb, pl, pr;
+    st = fl_window_out(n, &s->win, 0, x->shape[2], w->shape[2], 0, &oh, &pt, &pb, e);
+    if (st == FL_OK) st = fl_window_out(n, &s->win, 1, x->shape[3], w->shape[3], 0, &ow, &pl, &pr, e);
+    if (st != FL_OK) return st;
+    fl_conv2d_geom geo = {
+        .c = (int)(c / g), .h = (int)x->shape[2], .w = (int)x->shape[3],
+        .kh = (int)w->shape[2], .kw = (int)w->shape[3],
+        .sh = (int)s->win.stride[0], .sw = (int)s->win.stride[1],
+        .pt = (int)pt, .pl = (int)pl, .pb = (int)pb, .pr = (int)pr,
+        .dh = (int)s->win.dil[0], .dw = (int)s->win.dil[1], .oh = (int)oh, .ow = (int)ow,
+    };
+    int64_t out[4] = {x->shape[0], mo, oh, ow};
+    fl_node_set_out_shape(m, n, 0, 4, out);
+    return fl_lowered_plan(&s->L, n, (int)x->shape[0], (int)c, (int)mo, s->group, &geo, e);
+}
+
+static void conv_forward(fl_model *m, fl_node *n) {
+    conv_state *s = n->state;
+    const fl_tensor *b = fl_in(m, n, 2);
+    fl_tensor *y = fl_out(m, n, 0);
+    fl_lowered_forward(&s->L, fl_in(m, n, 1)->data, fl_in(m, n, 0)->data, y->data, 0);
+    if (b) fl_bias_add(y->data, b->data, y->shape[0], y->shape[1], y->shape[2] * y->shape[3]);
+}
+
+static void conv_backward(fl_model *m, fl_node *n) {
+    conv_state *s = n->state;
+    const fl_tensor *dy = fl_gout(m, n, 0);
+    fl_tensor *dx = fl_gin(m, n, 0), *dw = fl_gin(m, n, 1), *db = fl_gin(m, n, 2);
+    /* weight gradient first: it can reuse the columns the forward pass left in the buffer,
+     * which the input gradient then overwrites */
+    if (dw) fl_lowered_grad_w(&s->L, dw->data, dy->data, fl_in(m, n, 0)->data, 1);
+    if (db) fl_bias_grad(db->data, dy->data, dy->shape[0], dy->shape[1], dy->shape[2] * dy->shape[3]);
+    if (dx) fl_lowered_adjoint(&s->L, fl_in(m, n, 1)->data, dy->data, dx->data);
+}
+
+static const fl_op op_conv = {"Conv", conv_init, conv_shape, conv_forward, conv_backward, conv_free};
+
+const fl_op *const fl_ops_conv[] = {&op_conv, &fl_op_convtranspose, NULL};

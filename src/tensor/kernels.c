@@ -11,8 +11,20 @@ void fl_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const 
                 trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-/* cols row r = (ci, ki, kj), column = (oy, ox). Rows are written contiguously so that the
- * inner loop is a strided copy the compiler can vectorise when stride == 1. */
+/* The columns ox of one cols row whose input column ix = x0 + ox*sw falls inside [0, w):
+ * [*lo, *hi). Outside that range the row reads padding. Computed once per (ki, kj) so the
+ * inner loops have no bounds tests. */
+static void valid_cols(const fl_conv2d_geom *g, int x0, int *lo, int *hi) {
+    int l = x0 >= 0 ? 0 : (-x0 + g->sw - 1) / g->sw;
+    int h = x0 > g->w - 1 ? 0 : (g->w - 1 - x0) / g->sw + 1;
+    if (h > g->ow) h = g->ow;
+    if (l > h) l = h;
+    *lo = l;
+    *hi = h;
+}
+
+/* cols row r = (ci, ki, kj), column = (oy, ox). Each output row is a memcpy when the stride is
+ * 1 and a strided gather otherwise, with zeros for the padding on either side. */
 void fl_im2col(float *cols, const float *img, const fl_conv2d_geom *g) {
     const int ohw = g->oh * g->ow;
     for (int ci = 0; ci < g->c; ci++) {
@@ -20,19 +32,24 @@ void fl_im2col(float *cols, const float *img, const fl_conv2d_geom *g) {
         for (int ki = 0; ki < g->kh; ki++) {
             for (int kj = 0; kj < g->kw; kj++) {
                 float *row = cols + ((size_t)(ci * g->kh + ki) * g->kw + kj) * ohw;
+                int x0 = -g->pl + kj * g->dw, lo, hi;
+                valid_cols(g, x0, &lo, &hi);
                 for (int oy = 0; oy < g->oh; oy++) {
                     int iy = oy * g->sh - g->pt + ki * g->dh;
-                    float *dst = row + oy * g->ow;
-                    if (iy < 0 || iy >= g->h) {
+                    float *dst = row + (size_t)oy * g->ow;
+                    if (iy < 0 || iy >= g->h || lo == hi) {
                         memset(dst, 0, sizeof(float) * (size_t)g->ow);
                         continue;
                     }
-                    const float *src = plane + (size_t)iy * g->w;
-                    int x0 = -g->pl + kj * g->dw;
-                    for (int ox = 0; ox < g->ow; ox++) {
-                        int ix = x0 + ox * g->sw;
-                        dst[ox] = (ix >= 0 && ix < g->w) ? src[ix] : 0.0f;
+                    /* the first valid input column; x0 itself may be negative */
+                    const float *src = plane + (size_t)iy * g->w + (x0 + lo * g->sw);
+                    memset(dst, 0, sizeof(float) * (size_t)lo);
+                    if (g->sw == 1) {
+                        memcpy(dst + lo, src, sizeof(float) * (size_t)(hi - lo));
+                    } else {
+                        for (int ox = lo; ox < hi; ox++) dst[ox] = src[(ox - lo) * g->sw];
                     }
+                    memset(dst + hi, 0, sizeof(float) * (size_t)(g->ow - hi));
                 }
             }
         }
@@ -46,15 +63,17 @@ void fl_col2im(float *img, const float *cols, const fl_conv2d_geom *g) {
         for (int ki = 0; ki < g->kh; ki++) {
             for (int kj = 0; kj < g->kw; kj++) {
                 const float *row = cols + ((size_t)(ci * g->kh + ki) * g->kw + kj) * ohw;
+                int x0 = -g->pl + kj * g->dw, lo, hi;
+                valid_cols(g, x0, &lo, &hi);
                 for (int oy = 0; oy < g->oh; oy++) {
                     int iy = oy * g->sh - g->pt + ki * g->dh;
-                    if (iy < 0 || iy >= g->h) continue;
-                    const float *src = row + oy * g->ow;
-                    float *dst = plane + (size_t)iy * g->w;
-                    int x0 = -g->pl + kj * g->dw;
-                    for (int ox = 0; ox < g->ow; ox++) {
-                        int ix = x0 + ox * g->sw;
-                        if (ix >= 0 && ix < g->w) dst[ix] += src[ox];
+                    if (iy < 0 || iy >= g->h || lo == hi) continue;
+                    const float *src = row + (size_t)oy * g->ow;
+                    float *dst = plane + (size_t)iy * g->w + (x0 + lo * g->sw);
+                    if (g->sw == 1) {
+                        for (int ox = lo; ox < hi; ox++) dst[ox - lo] += src[ox];
+                    } else {
+                        for (int ox = lo; ox < hi; ox++) dst[(ox - lo) * g->sw] += src[ox];
                     }
                 }
             }

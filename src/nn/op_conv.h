@@ -1,0 +1,90 @@
+/* Internal to the convolution and pooling families (op_conv.c, op_convt.c, op_pool.c):
+ * the 2-D window attributes they share, and convolution lowered to GEMM. */
+#ifndef FLARE_NN_OP_CONV_H
+#define FLARE_NN_OP_CONV_H
+
+#include "flare/model.h"
+
+/* ---- window attributes: kernel_shape, strides, dilations, pads, auto_pad ------------------- */
+typedef enum fl_auto_pad { FL_PAD_NOTSET = 0, FL_PAD_SAME_UPPER, FL_PAD_SAME_LOWER, FL_PAD_VALID } fl_auto_pad;
+
+typedef struct fl_window {
+    int has_kernel;       /* kernel_shape given (Conv may take it from W instead) */
+    int64_t kernel[2];    /* kh, kw */
+    int64_t stride[2];    /* default 1 */
+    int64_t dil[2];       /* default 1 */
+    int64_t pads[4];      /* top, left, bottom, right (ONNX order: x1_begin, x2_begin, x1_end,
+                             x2_end); ignored unless auto_pad is NOTSET */
+    fl_auto_pad auto_pad;
+} fl_window;
+
+/* Read the window attributes of n into w. Each list attribute must have 2 entries (4 for
+ * pads): anything else fails with "only 2-D supported", naming the node. */
+fl_status fl_window_parse(const fl_node *n, fl_window *w, fl_err *e);
+
+/* Read the list attribute `name` (if present) into dst[0..want): it must have `want` entries
+ * ("only 2-D supported" otherwise), each >= min. */
+fl_status fl_window_ints(const fl_node *n, const char *name, int want, int64_t min, int64_t *dst,
+                         fl_err *e);
+
+/* Fail with "only 2-D supported" unless x is [N,C,H,W]. `what` names the tensor. */
+fl_status fl_check_4d(const fl_node *n, const fl_tensor *x, const char *what, fl_err *e);
+
+/* Output size and begin/end pads along one axis (0 = H, 1 = W) of a convolution or pooling
+ * window of size k over `in` elements. ceil_mode rounds the output size up (pools); a window
+ * that would start beyond the input and its begin pad is dropped, as in PyTorch. Fails when
+ * the output would be empty. */
+fl_status fl_window_out(const fl_node *n, const fl_window *w, int axis, int64_t in, int64_t k,
+                        int ceil_mode, int64_t *out, int64_t *pad_begin, int64_t *pad_end,
+                        fl_err *e);
+
+/* ---- convolution lowered to GEMM ------------------------------------------------------------
+ * Conv and ConvTranspose are the same linear map read in two directions. Call "image side" I
+ * [N, ci, ih, iw] the tensor that im2col unfolds (Conv's input, ConvTranspose's output) and
+ * "matrix side" Z [N, zc, oh*ow] the one W multiplies directly (Conv's output, ConvTranspose's
+ * input). With g groups, W is [zc, (ci/g)*kh*kw] and for every image and group
+ *
+ *     Z_g = W_g · im2col(I_g)                        (Conv forward)
+ *     I_g += col2im(W_g^T · Z_g)                      (its adjoint: ConvTranspose forward,
+ *                                                      Conv's input gradient)
+ *     dW_g += Z_g · im2col(I_g)^T                     (the weight gradient of both)
+ *
+ * To keep GEMMs large for small images, a chunk of nb images is lowered at once: cols is
+ * [ci*kh*kw, nb*oh*ow] (image j's columns at j*oh*ow) and Z is staged in mat [zc, nb*oh*ow].
+ * nb is chosen so that cols stays a few MiB; with nb == 1 the GEMM reads/writes Z in place,
+ * and a 1x1 stride-1 unpadded convolution skips im2col entirely (cols is I itself). */
+typedef struct fl_lowered {
+    fl_conv2d_geom g;  /* one group of one image of I: c = ci/g; oh, ow = Z's spatial size */
+    int n, ci, zc, group;
+    int nb;            /* images per chunk */
+    int direct;        /* 1x1, stride 1, no padding: im2col(I) == I */
+    float *cols;       /* [ci*kh*kw, nb*oh*ow] unless direct */
+    float *mat;        /* [zc, nb*oh*ow] when nb > 1 */
+    size_t cols_cap, mat_cap; /* floats allocated */
+    int cached;        /* chunk whose im2col(I) is still in cols (left by the last forward), or -1 */
+} fl_lowered;
+
+/* Target size of cols, in floats (read when planning; tests lower it to exercise chunking).
+ * Large enough that a chunk's GEMM has thousands of columns, which OpenBLAS needs to use its
+ * threads; small enough to stay near the cache and not cost hundreds of MiB for a big batch. */
+extern size_t fl_conv_cols_budget;
+
+/* (Re)plan for a batch of n images: allocates cols/mat (planning time, never in a pass). */
+fl_status fl_lowered_plan(fl_lowered *L, const fl_node *node, int n, int ci, int zc, int group,
+                          const fl_conv2d_geom *g, fl_err *e);
+void fl_lowered_free(fl_lowered *L);
+/* Z = W·im2col(I), or Z += when accumulate. Leaves the last chunk's columns in cols. */
+void fl_lowered_forward(fl_lowered *L, const float *W, const float *I, float *Z, int accumulate);
+/* I += col2im(W^T·Z). */
+void fl_lowered_adjoint(fl_lowered *L, const float *W, const float *Z, float *I);
+/* dW += Z·im2col(I)^T. trust_cache: I is unchanged since the last fl_lowered_forward on it, so
+ * the columns it left behind may be reused. */
+void fl_lowered_grad_w(fl_lowered *L, float *dW, const float *Z, const float *I, int trust_cache);
+
+/* y[n, c, :] += b[c] over [N, C, P]; db[c] += sum of dy[n, c, :]. */
+void fl_bias_add(float *y, const float *b, int64_t n, int64_t c, int64_t p);
+void fl_bias_grad(float *db, const float *dy, int64_t n, int64_t c, int64_t p);
+
+extern const fl_op fl_op_convtranspose; /* op_convt.c */
+
+#endif

@@ -36,9 +36,11 @@ static fl_status read_opset(loader *L, const Onnx__ModelProto *mp) {
         const Onnx__OperatorSetIdProto *o = mp->opset_import[i];
         if (o && is_default_domain(o->domain) && o->has_version) v = o->version;
     }
+    if (v < 0 && mp->n_opset_import == 0) /* required since IR version 3 */
+        return fl_fail(L->e, FL_ERR_FORMAT, "%s: the model declares no operator set", L->file);
     if (v < 0)
         return fl_fail(L->e, FL_ERR_UNSUPPORTED,
-                       "%s: no opset for the default ONNX domain (flare supports opsets %d..%d)",
+                       "%s: no operator set of the default ONNX domain (flare supports opsets %d..%d of it)",
                        L->file, FL_OPSET_MIN, FL_OPSET_MAX);
     if (v < FL_OPSET_MIN || v > FL_OPSET_MAX)
         return fl_fail(L->e, FL_ERR_UNSUPPORTED,
@@ -48,7 +50,6 @@ static fl_status read_opset(loader *L, const Onnx__ModelProto *mp) {
     return FL_OK;
 }
 
-static const char *str_or_empty(const char *s) { return s ? s : ""; }
 
 /* Re-fail with the file name in front of the message a model.c call left in L->e. */
 static fl_status with_file(loader *L, fl_status st) {
@@ -320,16 +321,35 @@ static char *node_name(loader *L, const Onnx__NodeProto *np, size_t index) {
     }
 }
 
+/* Checked before anything else is read, so that a model using an unsupported operator is
+ * reported as such (and not, say, for the graph-typed attribute of an If it holds). */
+static fl_status check_ops(loader *L) {
+    for (size_t i = 0; i < L->g->n_node; i++) {
+        const Onnx__NodeProto *np = L->g->node[i];
+        if (!np || !np->op_type || !*np->op_type)
+            return fl_fail(L->e, FL_ERR_FORMAT, "%s: node %zu has no op_type", L->file, i);
+        int foreign = !is_default_domain(np->domain);
+        if (!foreign && (is_constant(np) || fl_op_find(np->op_type))) continue;
+        char *name = node_name(L, np, i);
+        if (foreign)
+            fl_fail(L->e, FL_ERR_UNSUPPORTED,
+                    "%s: node '%s' (%s): operator domain '%s' is not supported (only the default ONNX domain)",
+                    L->file, name ? name : "", np->op_type, np->domain);
+        else
+            fl_fail(L->e, FL_ERR_UNSUPPORTED, "%s: node '%s': unsupported operator %s", L->file,
+                    name ? name : "", np->op_type);
+        free(name);
+        return FL_ERR_UNSUPPORTED;
+    }
+    return FL_OK;
+}
+
 static fl_status add_nodes(loader *L) {
     const Onnx__GraphProto *g = L->g;
     for (size_t i = 0; i < g->n_node; i++) { /* validate, then make every output a value */
         const Onnx__NodeProto *np = g->node[i];
         if (!np || !np->op_type || !*np->op_type)
             return fl_fail(L->e, FL_ERR_FORMAT, "%s: node %zu has no op_type", L->file, i);
-        if (!is_default_domain(np->domain))
-            return fl_fail(L->e, FL_ERR_UNSUPPORTED,
-                           "%s: node '%s' (%s): operator domain '%s' is not supported (only the default ONNX domain)",
-                           L->file, str_or_empty(np->name), np->op_type, np->domain);
         if (is_constant(np)) continue;
         for (size_t k = 0; k < used_outputs(np); k++) {
             if (!np->output[k] || !*np->output[k]) continue;
@@ -416,6 +436,7 @@ fl_status fl_onnx_load_buffer(const uint8_t *buf, size_t len, const char *name, 
     if (!mp->graph) st = fl_fail(e, FL_ERR_FORMAT, "%s: the model has no graph", name);
     if (st == FL_OK && !(L.m = fl_model_new())) st = fl_fail(e, FL_ERR_NOMEM, "%s: out of memory", name);
     if (st == FL_OK) st = read_opset(&L, mp);
+    if (st == FL_OK) st = check_ops(&L);
     if (st == FL_OK && mp->producer_name && *mp->producer_name &&
         !(L.m->producer_name = strdup(mp->producer_name)))
         st = fl_fail(e, FL_ERR_NOMEM, "%s: out of memory", name);

@@ -287,7 +287,10 @@ void cli_opts_free(cli_opts *o) {
 
 /* ---- help --------------------------------------------------------------------------------- */
 /* Print the space-separated words of text wrapped to width 80, continuation lines indented
- * by `indent`; the cursor is at column `col` when called. */
+ * by `indent`; the cursor is at column `col` when called. NBSP joins words that must stay
+ * on one line ("(default: 0)", so that it can be searched for). */
+#define NBSP '\x1f'
+
 static void wrap(FILE *f, const char *text, int col, int indent) {
     int fresh = 1; /* nothing printed on this line yet */
     for (const char *p = text; *p;) {
@@ -300,7 +303,7 @@ static void wrap(FILE *f, const char *text, int col, int indent) {
             fputc(' ', f);
             col++;
         }
-        fprintf(f, "%.*s", len, p);
+        for (int i = 0; i < len; i++) fputc(p[i] == NBSP ? ' ' : p[i], f);
         col += len;
         fresh = 0;
         p += len;
@@ -349,7 +352,7 @@ void cli_help_command(FILE *f, cli_cmd_id cmd) {
         if (fl->dflt == cli_required)
             snprintf(text, sizeof text, "%s (required)", fl->help);
         else if (fl->dflt && fl->type != FT_BOOL)
-            snprintf(text, sizeof text, "%s (default: %s)", fl->help, fl->dflt);
+            snprintf(text, sizeof text, "%s (default:%c%s)", fl->help, NBSP, fl->dflt);
         else
             snprintf(text, sizeof text, "%s", fl->help);
         int col = fprintf(f, "  %s", spec);

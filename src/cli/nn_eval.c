@@ -24,7 +24,7 @@ static void print_tables(const cli_opts *o, const fl_dataset *d, const fl_eval_r
         int l = (int)strlen(class_name(d, k));
         if (l > namew) namew = l;
     }
-    printf("model     %s\ndata      %s (%lld images)\n", o->model, d->source, (long long)r->n);
+    printf("model     %s\ndata      %s (%lld images)\n", o->model, o->eval_data, (long long)r->n);
     printf("accuracy  %.4f  (%lld / %lld correct)\nloss      %.4f\n\n", r->accuracy,
            (long long)r->correct, (long long)r->n, r->loss);
 
@@ -53,7 +53,8 @@ static void print_json(const cli_opts *o, const fl_dataset *d, const fl_eval_res
     int K = r->n_classes;
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "model", o->model);
-    cJSON_AddStringToObject(j, "data", d->source);
+    cJSON_AddStringToObject(j, "data", o->eval_data);
+    cJSON_AddStringToObject(j, "data_source", d->source);
     cJSON_AddNumberToObject(j, "n", (double)r->n);
     cJSON_AddNumberToObject(j, "correct", (double)r->correct);
     cJSON_AddNumberToObject(j, "accuracy", r->accuracy);

@@ -82,7 +82,7 @@ int cmd_nn_run(const cli_opts *o) {
     fl_model *m = NULL;
     fl_dataset *d = NULL;
     fl_scale sc;
-    char **paths = NULL;
+    char **paths = NULL, *spec = NULL;
     int rc = CLI_FAIL, nl = o->layer.n;
     fl_threads_set((int)o->threads);
     if (o->given[F_scale] && fl_scale_parse(o->scale, &sc, &e) != FL_OK)
@@ -115,7 +115,18 @@ int cmd_nn_run(const cli_opts *o) {
         fl_fail(&e, FL_ERR_IO, "%s: cannot create directory: %s", o->outdir, strerror(errno));
         goto out;
     }
-    if (fl_dataset_load(o->input, o->given[F_scale] ? &sc : NULL, o->limit, &d, &e) != FL_OK)
+    /* A plain "DIR/x.npy" would make the data module look for labels in "DIR/y.npy"; nn run
+     * needs no labels, and a stale y.npy (maybe the output of an earlier run) must not fail
+     * it. The explicit "npy:" form reads just the images. */
+    size_t n = strlen(o->input);
+    int npy = (n > 4 && !strcmp(o->input + n - 4, ".npy")) ||
+              (n > 7 && !strcmp(o->input + n - 7, ".npy.gz"));
+    if (npy && !strchr(o->input, ',') && strncmp(o->input, "npy:", 4)) {
+        if (!(spec = malloc(n + 5))) goto oom;
+        snprintf(spec, n + 5, "npy:%s", o->input);
+    }
+    if (fl_dataset_load(spec ? spec : o->input, o->given[F_scale] ? &sc : NULL, o->limit, &d,
+                        &e) != FL_OK)
         goto out;
     fl_tensor x = fl_dataset_view(d, 0, d->n);
     if (fl_model_forward(m, &x, &e) != FL_OK) goto out;
@@ -142,6 +153,7 @@ out:
 out_quiet:
     for (int i = 0; paths && i < nl; i++) free(paths[i]);
     free(paths);
+    free(spec);
     fl_dataset_free(d);
     fl_model_free(m);
     return rc;

@@ -1,0 +1,460 @@
+/* The `flare` binary, driven as a user would: exit statuses, messages, help texts generated
+ * from flags.def, and a tiny train -> info -> eval -> run round trip on Fashion-MNIST.
+ *
+ * The binary is $FLARE_BIN (tests/run.sh sets it; build/flare when unset). Everything is
+ * written under a fresh temporary directory, removed at the end. */
+#include <ftw.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "testutil.h"
+
+#include "cli/cli.h"
+#include "flare/data.h"
+#include "flare/onnx.h"
+#include "flare/train.h"
+
+/* flags.def, as the test sees it: which commands take which --name, and which are required. */
+static const char required_[] = "required";
+#define REQUIRED required_
+#define NONE NULL
+static const struct {
+    unsigned cmds;
+    const char *name;
+    const char *dflt;
+} flag_table[] = {
+#define FLAG(cmds_, FIELD, name_, short_, TYPE, dflt_, help_) {(cmds_), (name_), (dflt_)},
+#include "cli/flags.def"
+};
+enum { N_FLAGS = sizeof flag_table / sizeof flag_table[0] };
+static const char *const cmd_names[CMD_COUNT_] = {
+#define COMMAND(ID, group, verb, handler, summary) [CMD_##ID] = group " " verb,
+#include "cli/flags.def"
+};
+
+static char tmp[64];   /* the temporary directory */
+static char model[96]; /* the model trained by test_train, shared by the tests after it */
+static int have_data;  /* Fashion-MNIST is installed */
+
+#define F "\"$FLARE_BIN\" "
+
+typedef struct res {
+    int rc;
+    char *out;
+} res;
+
+/* Run a shell command line; capture stdout (and stderr when merge). */
+static res run(int merge, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static res run(int merge, const char *fmt, ...) {
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    assert_true(n > 0 && n + 16 < (int)sizeof cmd);
+    strcat(cmd, merge ? " 2>&1" : " 2>/dev/null");
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t cap = 4096, len = 0;
+    char *out = malloc(cap);
+    assert_non_null(out);
+    size_t got;
+    while ((got = fread(out + len, 1, cap - len - 1, p)) > 0) {
+        len += got;
+        if (cap - len < 1024) {
+            cap *= 2;
+            out = realloc(out, cap);
+            assert_non_null(out);
+        }
+    }
+    out[len] = 0;
+    int st = pclose(p);
+    res r = {WIFEXITED(st) ? WEXITSTATUS(st) : 128, out};
+    return r;
+}
+
+#define assert_contains(hay, needle)                                                           \
+    do {                                                                                       \
+        if (!strstr((hay), (needle)))                                                          \
+            fail_msg("expected \"%s\" in output:\n%s", (needle), (hay));                       \
+    } while (0)
+
+static void expect(res r, int rc, const char *needle) {
+    if (r.rc != rc) fail_msg("exit status %d, expected %d; output:\n%s", r.rc, rc, r.out);
+    if (needle) assert_contains(r.out, needle);
+    free(r.out);
+}
+
+static cJSON *parse_json(const char *text) {
+    cJSON *j = cJSON_Parse(text);
+    if (!j) fail_msg("not JSON:\n%s", text);
+    return j;
+}
+
+static double num(const cJSON *obj, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!cJSON_IsNumber(v)) fail_msg("JSON key \"%s\" missing or not a number", key);
+    return v->valuedouble;
+}
+
+static int file_exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* ---- help and version ----------------------------------------------------------------------- */
+static void test_version(void **state) {
+    expect(run(1, F "--version"), 0, "flare " FLARE_VERSION);
+}
+
+static void test_help_texts(void **state) {
+    res main_help = run(0, F "--help");
+    assert_int_equal(main_help.rc, 0);
+    res help_cmd = run(0, F "help");
+    assert_string_equal(main_help.out, help_cmd.out);
+    for (int c = 0; c < CMD_COUNT_; c++) {
+        assert_contains(main_help.out, cmd_names[c]);
+        res h = run(0, F "%s --help", cmd_names[c]);
+        assert_int_equal(h.rc, 0);
+        res h2 = run(0, F "help %s", cmd_names[c]);
+        assert_int_equal(h2.rc, 0);
+        assert_string_equal(h.out, h2.out);
+        for (int i = 0; i < N_FLAGS; i++) {
+            char want[96];
+            snprintf(want, sizeof want, "--%s", flag_table[i].name);
+            int takes = (flag_table[i].cmds >> c) & 1;
+            /* every flag of the command is described, and its default shown */
+            if (takes) {
+                assert_contains(h.out, want);
+                assert_contains(main_help.out, want);
+                if (flag_table[i].dflt == required_) assert_contains(h.out, "(required)");
+                else if (flag_table[i].dflt && strcmp(flag_table[i].dflt, "false")) {
+                    snprintf(want, sizeof want, "(default: %s)", flag_table[i].dflt);
+                    assert_contains(h.out, want);
+                }
+            }
+        }
+        free(h.out);
+        free(h2.out);
+    }
+    free(main_help.out);
+    free(help_cmd.out);
+    expect(run(0, F "nn --help"), 0, "flare nn train --arch");
+    expect(run(1, F "nn"), 2, "commands:");
+    expect(run(1, F), 2, "usage: flare GROUP VERB");
+}
+
+/* The --arch choices in flags.def are the zoo's architectures, all of them. */
+static void test_arch_choices_match_zoo(void **state) {
+    res h = run(0, F "nn train --help");
+    char want[64];
+    for (const char *const *a = fl_zoo_names(); *a; a++) {
+        snprintf(want, sizeof want, "|%s", *a);
+        if (!strstr(h.out, want)) snprintf(want, sizeof want, "%s|", *a);
+        assert_contains(h.out, want);
+    }
+    free(h.out);
+}
+
+/* ---- usage errors: exit 2, naming the flag and the command ----------------------------------- */
+static void test_usage_errors(void **state) {
+    expect(run(1, F "nn train --arch mlp -o x.onnx --bogus 3"), 2, "unknown flag --bogus");
+    expect(run(1, F "nn train --arch mlp -o x.onnx --bogus 3"), 2, "flare nn train:");
+    expect(run(1, F "nn train --arch mlp -o x.onnx --json"), 2, "nn eval");
+    expect(run(1, F "nn train --arch mlp -o x.onnx --epochs abc"), 2, "--epochs");
+    expect(run(1, F "nn train --arch mlp -o x.onnx --epochs abc"), 2, "not an integer");
+    expect(run(1, F "nn train --arch mlp -o x.onnx --epochs -1"), 2, "out of range");
+    expect(run(1, F "nn train --arch mlp -o x.onnx --epochs=0"), 2, "--epochs");
+    expect(run(1, F "nn train --arch mlp -o x.onnx -e 99999999999999999999"), 2, "out of range");
+    expect(run(1, F "nn train --arch mlp -o x.onnx --lr 0"), 2, "--lr");
+    expect(run(1, F "nn train --arch mlp -o x.onnx --lr inf"), 2, "not a finite number");
+    expect(run(1, F "nn train --arch mlp -o x.onnx --seed -3"), 2, "--seed");
+    expect(run(1, F "nn train --arch mlp -o x.onnx -s 12x"), 2, "--seed");
+    expect(run(1, F "nn train --arch resnet -o x.onnx"), 2, "'resnet' is not one of");
+    expect(run(1, F "nn train --arch mlp -o x.onnx --optim rmsprop"), 2, "--optim");
+    expect(run(1, F "nn train --arch mlp -o"), 2, "missing value for --output");
+    expect(run(1, F "nn train --arch mlp -o --epochs 2"), 2, "missing value for --output");
+    expect(run(1, F "nn train --arch mlp -o x -e 2 --epochs 3"), 2, "more than once");
+    expect(run(1, F "nn eval --model m.onnx stray"), 2, "unexpected argument 'stray'");
+    expect(run(1, F "nn eval --model m.onnx --json=maybe"), 2, "--json");
+    expect(run(1, F "nn info --model m.onnx --threads -2"), 2, "--threads");
+    expect(run(1, F "nn frobnicate"), 2, "unknown command 'nn frobnicate'");
+    expect(run(1, F "frobnicate"), 2, "unknown command group");
+    expect(run(1, F "--frobnicate"), 2, "unknown flag --frobnicate");
+}
+
+/* Leaving out any one required flag is an error naming it. The other required flags get the
+ * value "mlp": a valid --arch, and a file name for the rest (never read: parsing fails first). */
+static void test_required_flags(void **state) {
+    for (int c = 0; c < CMD_COUNT_; c++)
+        for (int i = 0; i < N_FLAGS; i++) {
+            if (!((flag_table[i].cmds >> c) & 1) || flag_table[i].dflt != required_) continue;
+            char args[512] = "", want[96];
+            for (int j = 0; j < N_FLAGS; j++)
+                if (j != i && ((flag_table[j].cmds >> c) & 1) && flag_table[j].dflt == required_) {
+                    size_t k = strlen(args);
+                    snprintf(args + k, sizeof args - k, " --%s mlp", flag_table[j].name);
+                }
+            snprintf(want, sizeof want, "missing required flag --%s", flag_table[i].name);
+            res r = run(1, F "%s%s", cmd_names[c], args);
+            assert_contains(r.out, cmd_names[c]);
+            expect(r, 2, want);
+        }
+}
+
+/* ---- runtime errors: exit 1, "flare: <library message>" ------------------------------------- */
+static void test_runtime_errors(void **state) {
+    res r = run(1, F "nn info --model %s/missing.onnx", tmp);
+    assert_contains(r.out, "flare: ");
+    expect(r, 1, "missing.onnx");
+    expect(run(1, F "nn eval -m %s/missing.onnx", tmp), 1, "missing.onnx");
+    char bad[128];
+    snprintf(bad, sizeof bad, "%s/garbage.onnx", tmp);
+    FILE *f = fopen(bad, "w");
+    assert_non_null(f);
+    fputs("this is not a protobuf", f);
+    fclose(f);
+    expect(run(1, F "nn info --model %s", bad), 1, "garbage.onnx");
+    expect(run(1, F "nn train --arch mlp --data %s/nodata -o %s/m.onnx -s 1", tmp, tmp), 1,
+           "nodata");
+}
+
+/* ---- the round trip -------------------------------------------------------------------------- */
+static void test_train(void **state) {
+    if (!have_data) skip();
+    char stats[128];
+    snprintf(model, sizeof model, "%s/mlp.onnx", tmp);
+    snprintf(stats, sizeof stats, "%s/mlp.jsonl", tmp);
+    res r = run(1, F "nn train --arch mlp --data fashion-mnist --limit 512 --epochs 1 --seed 42 "
+                     "--threads 1 --stats %s -o %s", stats, model);
+    assert_contains(r.out, "seed 42");
+    assert_contains(r.out, "epoch 1/1");
+    assert_contains(r.out, "test_acc");
+    assert_null(strchr(r.out, '\r')); /* not a terminal: no bar, one line per epoch */
+    expect(r, 0, NULL);
+    assert_true(file_exists(model));
+
+    /* JSON lines: start, one per epoch, end */
+    uint8_t *buf;
+    size_t len;
+    fl_err e = {0};
+    assert_int_equal(fl_file_read(stats, &buf, &len, &e), FL_OK);
+    buf = realloc(buf, len + 1);
+    buf[len] = 0;
+    const char *events[3] = {"start", "epoch", "end"};
+    char *save = NULL, *line = strtok_r((char *)buf, "\n", &save);
+    for (int i = 0; i < 3; i++, line = strtok_r(NULL, "\n", &save)) {
+        assert_non_null(line);
+        cJSON *j = parse_json(line);
+        const cJSON *ev = cJSON_GetObjectItemCaseSensitive(j, "event");
+        assert_true(cJSON_IsString(ev));
+        assert_string_equal(ev->valuestring, events[i]);
+        if (i == 0) {
+            assert_string_equal(cJSON_GetObjectItemCaseSensitive(j, "seed")->valuestring, "42");
+            assert_int_equal(num(j, "n_train"), 512);
+            assert_int_equal(num(j, "threads"), 1);
+        } else if (i == 1) {
+            assert_true(num(j, "train_loss") > 0);
+            double acc = num(j, "test_acc");
+            assert_true(acc >= 0 && acc <= 1);
+            assert_true(num(j, "train_acc") > 0.2); /* 512 images, 1 epoch: well above 0.1 */
+        } else {
+            assert_string_equal(cJSON_GetObjectItemCaseSensitive(j, "model")->valuestring, model);
+        }
+        cJSON_Delete(j);
+    }
+    assert_null(line);
+    free(buf);
+}
+
+/* Same seed, same thread count: the same model, byte for byte. Run on a pretend terminal to
+ * see the progress bar redraw with \r. */
+static void test_train_reproducible_with_bar(void **state) {
+    if (!have_data || !file_exists(model)) skip();
+    char again[128];
+    snprintf(again, sizeof again, "%s/again.onnx", tmp);
+    res r = run(1, "FLARE_PROGRESS=tty " F "nn train -a mlp -n 512 -e 1 -s 42 -t 1 -o %s", again);
+    assert_non_null(strchr(r.out, '\r'));
+    assert_contains(r.out, "img/s");
+    expect(r, 0, "epoch 1/1");
+    uint8_t *a, *b;
+    size_t na, nb;
+    fl_err e = {0};
+    assert_int_equal(fl_file_read(model, &a, &na, &e), FL_OK);
+    assert_int_equal(fl_file_read(again, &b, &nb, &e), FL_OK);
+    assert_int_equal(na, nb);
+    assert_memory_equal(a, b, na);
+    free(a);
+    free(b);
+    char stats[128];
+    snprintf(stats, sizeof stats, "%s/again.stats.jsonl", tmp); /* the default stats path */
+    assert_true(file_exists(stats));
+}
+
+static void test_info(void **state) {
+    if (!file_exists(model)) skip();
+    fl_err e = {0};
+    fl_model *m;
+    assert_int_equal(fl_onnx_load(model, &m, &e), FL_OK);
+    char total[64];
+    snprintf(total, sizeof total, "total parameters: %lld", (long long)fl_model_param_count(m));
+
+    res r = run(1, F "nn info --model %s", model);
+    assert_contains(r.out, "Gemm");
+    assert_contains(r.out, fl_model_input_name(m, 0));
+    expect(r, 0, total);
+
+    r = run(0, F "nn info --model %s --json", model);
+    assert_int_equal(r.rc, 0);
+    cJSON *j = parse_json(r.out);
+    assert_int_equal(num(j, "params"), fl_model_param_count(m));
+    const cJSON *layers = cJSON_GetObjectItemCaseSensitive(j, "layers");
+    assert_true(cJSON_IsArray(layers) && cJSON_GetArraySize(layers) >= 3);
+    const cJSON *l0 = cJSON_GetArrayItem(layers, 0);
+    assert_true(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(l0, "op")));
+    assert_true(cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(l0, "shape")));
+    const cJSON *in = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "inputs"), 0);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(in, "name")->valuestring,
+                        fl_model_input_name(m, 0));
+    cJSON_Delete(j);
+    free(r.out);
+    fl_model_free(m);
+}
+
+static void test_eval(void **state) {
+    if (!file_exists(model)) skip();
+    res r = run(0, F "nn eval --model %s --data fashion-mnist:test --limit 300 --json", model);
+    assert_int_equal(r.rc, 0);
+    cJSON *j = parse_json(r.out);
+    double acc = num(j, "accuracy");
+    assert_true(acc >= 0 && acc <= 1);
+    assert_int_equal(num(j, "n"), 300);
+    assert_true(num(j, "loss") > 0);
+    const cJSON *cls = cJSON_GetObjectItemCaseSensitive(j, "classes");
+    assert_int_equal(cJSON_GetArraySize(cls), 10);
+    assert_string_equal(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(cls, 9), "name")->valuestring,
+        "Ankle boot");
+    /* the confusion matrix counts every image once; its diagonal is the correct ones */
+    const cJSON *cm = cJSON_GetObjectItemCaseSensitive(j, "confusion");
+    assert_int_equal(cJSON_GetArraySize(cm), 10);
+    double sum = 0, diag = 0;
+    for (int t = 0; t < 10; t++)
+        for (int p = 0; p < 10; p++) {
+            double v = cJSON_GetArrayItem(cJSON_GetArrayItem(cm, t), p)->valuedouble;
+            sum += v;
+            if (t == p) diag += v;
+        }
+    assert_int_equal(sum, 300);
+    assert_int_equal(diag, num(j, "correct"));
+    assert_float_equal(acc, diag / 300, 1e-9);
+    cJSON_Delete(j);
+    free(r.out);
+
+    r = run(1, F "nn eval -m %s -n 300 -b 64", model);
+    assert_contains(r.out, "accuracy");
+    assert_contains(r.out, "Ankle boot");
+    expect(r, 0, "confusion matrix");
+}
+
+/* Three images through the CLI: logits and a hidden layer match the library's forward pass. */
+static void test_run(void **state) {
+    if (!file_exists(model)) skip();
+    fl_err e = {0};
+    fl_model *m;
+    assert_int_equal(fl_onnx_load(model, &m, &e), FL_OK);
+    fl_layer_info *L;
+    assert_true(fl_model_layers(m, &L, &e) >= 2);
+    char layer[128], part[128];
+    snprintf(layer, sizeof layer, "%s", L[0].name);
+    free(L);
+    /* the documented file name rule: characters other than [A-Za-z0-9._-] become '_', and
+     * leading '_' / '.' are dropped */
+    size_t k = 0;
+    for (const char *p = layer; *p; p++) {
+        char c = (strchr("-_.", *p) || (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
+                  (*p >= 'A' && *p <= 'Z')) ? *p : '_';
+        if (k || (c != '_' && c != '.')) part[k++] = c;
+    }
+    part[k] = 0;
+
+    int64_t shp[4] = {3, 1, 28, 28};
+    fl_tensor x = {0};
+    assert_int_equal(fl_tensor_alloc(&x, 4, shp), FL_OK);
+    fl_rng rng;
+    fl_rng_seed(&rng, 5);
+    for (int64_t i = 0; i < x.size; i++) x.data[i] = fl_rng_uniform(&rng);
+    char in[128], out[128], lpath[300];
+    snprintf(in, sizeof in, "%s/x.npy", tmp);
+    snprintf(out, sizeof out, "%s/y.npy", tmp);
+    assert_int_equal(fl_npy_write_tensor(in, &x, &e), FL_OK);
+
+    res r = run(1, F "nn run --model %s --input %s --layer '%s' -o %s", model, in, layer, out);
+    expect(r, 0, "wrote");
+    assert_int_equal(fl_model_forward(m, &x, &e), FL_OK);
+    snprintf(lpath, sizeof lpath, "%s/y.%s.npy", tmp, part);
+    const char *files[2] = {out, lpath};
+    const fl_tensor *want[2] = {fl_model_output(m, 0), fl_model_tensor(m, layer)};
+    for (int f = 0; f < 2; f++) {
+        fl_tensor got = {0};
+        if (fl_npy_read_tensor(files[f], &got, &e) != FL_OK) fail_msg("%s", e.msg);
+        assert_true(fl_tensor_same_shape(&got, want[f]));
+        for (int64_t i = 0; i < got.size; i++) assert_float_equal(got.data[i], want[f]->data[i], 0);
+        fl_tensor_free(&got);
+    }
+    assert_int_equal(want[0]->shape[0], 3);
+
+    /* --outdir: the layer goes to DIR/NAME.npy */
+    r = run(1, F "nn run -m %s -i %s -l '%s' -o %s --outdir %s/layers", model, in, layer, out, tmp);
+    expect(r, 0, NULL);
+    snprintf(lpath, sizeof lpath, "%s/layers/%s.npy", tmp, part);
+    assert_true(file_exists(lpath));
+
+    /* a misspelt layer: usage error suggesting the real name */
+    char typo[128];
+    snprintf(typo, sizeof typo, "%.*s", (int)strlen(layer) - 2, layer);
+    r = run(1, F "nn run -m %s -i %s -l '%s' -o %s", model, in, typo, out);
+    assert_contains(r.out, "did you mean");
+    expect(r, 2, layer);
+    fl_tensor_free(&x);
+    fl_model_free(m);
+}
+
+/* ---- fixture -------------------------------------------------------------------------------- */
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    return remove(path);
+}
+
+static int setup(void **state) {
+    if (!getenv("FLARE_BIN")) setenv("FLARE_BIN", "build/flare", 1);
+    unsetenv("FLARE_PROGRESS");
+    snprintf(tmp, sizeof tmp, "/tmp/flare_test_cli_XXXXXX");
+    if (!mkdtemp(tmp)) return -1;
+    have_data = access("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz", R_OK) == 0;
+    return access(getenv("FLARE_BIN"), X_OK);
+}
+
+static int teardown(void **state) {
+    nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return 0;
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_version),
+        cmocka_unit_test(test_help_texts),
+        cmocka_unit_test(test_arch_choices_match_zoo),
+        cmocka_unit_test(test_usage_errors),
+        cmocka_unit_test(test_required_flags),
+        cmocka_unit_test(test_runtime_errors),
+        cmocka_unit_test(test_train),
+        cmocka_unit_test(test_train_reproducible_with_bar),
+        cmocka_unit_test(test_info),
+        cmocka_unit_test(test_eval),
+        cmocka_unit_test(test_run),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -220,8 +220,13 @@ int cmd_nn_train(const cli_opts *o) {
     cJSON_AddNumberToObject(j, "seconds", round_to(fl_now() - t0, 1e-3));
     cJSON_AddNumberToObject(j, "train_loss", ctx.last.train_loss);
     cJSON_AddNumberToObject(j, "train_acc", ctx.last.train_acc);
-    if (te) cJSON_AddNumberToObject(j, "test_acc", ctx.last.test_acc);
-    else cJSON_AddNullToObject(j, "test_acc");
+    if (te) {
+        cJSON_AddNumberToObject(j, "test_loss", ctx.last.test_loss);
+        cJSON_AddNumberToObject(j, "test_acc", ctx.last.test_acc);
+    } else {
+        cJSON_AddNullToObject(j, "test_loss");
+        cJSON_AddNullToObject(j, "test_acc");
+    }
     stats_line(ctx.stats, j);
     cli_note("wrote %s (statistics: %s)\n", o->output, stats_path);
     rc = CLI_OK;

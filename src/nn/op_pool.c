@@ -4,7 +4,6 @@
  * Each output element reads the window rows [ki_lo, ki_hi) x columns [kj_lo, kj_hi) that fall
  * inside the input; padding never contributes a value. MaxPool records, per output element,
  * which input element won (its offset in the input plane), so backward is a scatter. */
-#include <math.h>
 #include <string.h>
 
 #include "flare/model.h"
@@ -86,6 +85,11 @@ static fl_status pool_shape(fl_model *m, fl_node *n, fl_err *e) {
 
 /* The window offsets k in [*lo, *hi) with start + k*d inside [0, size). */
 static void window_range(int start, int k, int d, int size, int *lo, int *hi) {
+    if (start >= 0 && start + (k - 1) * d < size) { /* inside: the common case, no divisions */
+        *lo = 0;
+        *hi = k;
+        return;
+    }
     int l = start >= 0 ? 0 : (-start + d - 1) / d;
     int h = start >= size ? 0 : (size - start + d - 1) / d;
     if (h > k) h = k;
@@ -129,19 +133,25 @@ static void maxpool_forward(fl_model *m, fl_node *n) {
             for (int ox = 0; ox < s->ow; ox++) {
                 int ws = ox * sw - s->pl, kj_lo, kj_hi;
                 window_range(ws, kw, dw, s->w, &kj_lo, &kj_hi);
-                float best = -INFINITY;
-                int32_t arg = -1;
+                if (ki_lo == ki_hi || kj_lo == kj_hi) { /* the window covers only padding */
+                    yp[oy * s->ow + ox] = 0.0f;
+                    ap[oy * s->ow + ox] = -1;
+                    continue;
+                }
+                int arg = (hs + ki_lo * dh) * s->w + ws + kj_lo * dw;
+                float best = xp[arg];
+                /* branch-free update (selects, not jumps): on real data the comparison is a
+                 * coin flip the predictor keeps getting wrong; the first maximum wins ties */
                 for (int ki = ki_lo; ki < ki_hi; ki++) {
-                    const float *row = xp + (size_t)(hs + ki * dh) * s->w;
+                    int r = (hs + ki * dh) * s->w + ws;
                     for (int kj = kj_lo; kj < kj_hi; kj++) {
-                        float v = row[ws + kj * dw];
-                        if (v > best || arg < 0) { /* first maximum wins ties */
-                            best = v;
-                            arg = (int32_t)((hs + ki * dh) * s->w + ws + kj * dw);
-                        }
+                        float v = xp[r + kj * dw];
+                        int better = v > best;
+                        best = better ? v : best;
+                        arg = better ? r + kj * dw : arg;
                     }
                 }
-                yp[oy * s->ow + ox] = arg < 0 ? 0.0f : best;
+                yp[oy * s->ow + ox] = best;
                 ap[oy * s->ow + ox] = arg;
             }
         }

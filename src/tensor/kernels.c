@@ -23,10 +23,11 @@ static void valid_cols(const fl_conv2d_geom *g, int x0, int *lo, int *hi) {
     *hi = h;
 }
 
-/* cols row r = (ci, ki, kj), column = (oy, ox). Each output row is a memcpy when the stride is
- * 1 and a strided gather otherwise, with zeros for the padding on either side. */
+/* cols row r = (ci, ki, kj), column = (oy, ox). Rows are short (a few dozen floats for small
+ * images), so the copies are plain loops the compiler vectorises inline rather than memcpy
+ * calls, and the zeroing of the padding is skipped where there is none. */
 void fl_im2col(float *cols, const float *img, const fl_conv2d_geom *g) {
-    const int ohw = g->oh * g->ow;
+    const int ohw = g->oh * g->ow, ow = g->ow, sw = g->sw;
     for (int ci = 0; ci < g->c; ci++) {
         const float *plane = img + (size_t)ci * g->h * g->w;
         for (int ki = 0; ki < g->kh; ki++) {
@@ -36,20 +37,22 @@ void fl_im2col(float *cols, const float *img, const fl_conv2d_geom *g) {
                 valid_cols(g, x0, &lo, &hi);
                 for (int oy = 0; oy < g->oh; oy++) {
                     int iy = oy * g->sh - g->pt + ki * g->dh;
-                    float *dst = row + (size_t)oy * g->ow;
+                    float *dst = row + (size_t)oy * ow;
                     if (iy < 0 || iy >= g->h || lo == hi) {
-                        memset(dst, 0, sizeof(float) * (size_t)g->ow);
+                        memset(dst, 0, sizeof(float) * (size_t)ow);
                         continue;
                     }
                     /* the first valid input column; x0 itself may be negative */
-                    const float *src = plane + (size_t)iy * g->w + (x0 + lo * g->sw);
-                    memset(dst, 0, sizeof(float) * (size_t)lo);
-                    if (g->sw == 1) {
-                        memcpy(dst + lo, src, sizeof(float) * (size_t)(hi - lo));
+                    const float *src = plane + (size_t)iy * g->w + (x0 + lo * sw);
+                    if (lo > 0) memset(dst, 0, sizeof(float) * (size_t)lo);
+                    float *d = dst + lo;
+                    int len = hi - lo;
+                    if (sw == 1) {
+                        for (int k = 0; k < len; k++) d[k] = src[k];
                     } else {
-                        for (int ox = lo; ox < hi; ox++) dst[ox] = src[(ox - lo) * g->sw];
+                        for (int k = 0; k < len; k++) d[k] = src[k * sw];
                     }
-                    memset(dst + hi, 0, sizeof(float) * (size_t)(g->ow - hi));
+                    if (hi < ow) memset(dst + hi, 0, sizeof(float) * (size_t)(ow - hi));
                 }
             }
         }

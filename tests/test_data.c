@@ -53,6 +53,19 @@ static void expect_err(fl_status st, fl_status want, const fl_err *e, const char
     if (n2 && !strstr(e->msg, n2)) fail_msg("message lacks '%s': %s", n2, e->msg);
 }
 
+/* d's images as floats for direct indexing: d must have 8-bit storage, which
+ * fl_dataset_to_float replaces by float storage. */
+static const float *to_float(fl_dataset *d) {
+    fl_err e = {0};
+    assert_null(d->x);
+    assert_non_null(d->x8);
+    if (fl_dataset_to_float(d, &e) != FL_OK) fail_msg("%s", e.msg);
+    assert_null(d->x8);
+    assert_non_null(d->x);
+    assert_int_equal(fl_dataset_to_float(d, &e), FL_OK); /* a no-op the second time */
+    return d->x;
+}
+
 /* ---- scaling --------------------------------------------------------------------------- */
 static void test_scale_parse(void **state) {
     (void)state;
@@ -105,8 +118,16 @@ static void check_idx_dataset(const fl_dataset *d, int64_t n) {
     assert_int_equal(d->c, 1);
     assert_int_equal(d->h, IH);
     assert_int_equal(d->w, IW);
-    for (int64_t i = 0; i < n * IH * IW; i++)
-        assert_float_equal(d->x[i], (float)(i * 7 % 256) / 255.0f, 1e-6);
+    assert_null(d->x); /* kept as the file's bytes */
+    fl_tensor x = {0};
+    fl_err e = {0};
+    assert_int_equal(fl_dataset_batch(d, 0, n, &x, &e), FL_OK);
+    assert_int_equal(x.size, n * IH * IW);
+    for (int64_t i = 0; i < n * IH * IW; i++) {
+        assert_int_equal(d->x8[i], i * 7 % 256);
+        assert_float_equal(x.data[i], (float)(i * 7 % 256) / 255.0f, 1e-6);
+    }
+    fl_tensor_free(&x);
     for (int64_t i = 0; i < n; i++) assert_int_equal(d->y[i], i % 3);
     assert_true(d->has_labels);
     assert_int_equal(d->n_classes, n >= 3 ? 3 : (int)n);
@@ -153,12 +174,12 @@ static void test_idx_roundtrip(void **state) {
     fl_scale s;
     fl_scale_parse("pm1", &s, &e);
     assert_int_equal(fl_dataset_load(tpath("rt0-images-idx3-ubyte"), &s, 0, &d, &e), FL_OK);
-    assert_float_equal(d->x[1], 7.0f / 127.5f - 1.0f, 1e-6);
+    assert_float_equal(to_float(d)[1], 7.0f / 127.5f - 1.0f, 1e-6);
     assert_int_equal(d->scale.kind, FL_SCALE_PM1);
     fl_dataset_free(d);
     fl_scale_parse("meanstd:0.5,0.25", &s, &e);
     assert_int_equal(fl_dataset_load(tpath("rt0-images-idx3-ubyte"), &s, 0, &d, &e), FL_OK);
-    assert_float_equal(d->x[1], (7.0f / 255.0f - 0.5f) / 0.25f, 1e-5);
+    assert_float_equal(to_float(d)[1], (7.0f / 255.0f - 0.5f) / 0.25f, 1e-5);
     fl_dataset_free(d);
     fl_scale_parse("meanstd:0.5,0.5,0.5,1,1,1", &s, &e);
     expect_err(fl_dataset_load(tpath("rt0-images-idx3-ubyte"), &s, 0, &d, &e), FL_ERR_ARG, &e,
@@ -247,11 +268,45 @@ static void test_idx_errors(void **state) {
 }
 
 /* ---- Fashion-MNIST ------------------------------------------------------------------------ */
+/* Resident and peak resident memory of this process in kB (/proc/self/status), or -1. */
+static long proc_kb(const char *key) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long v = -1;
+    size_t k = strlen(key);
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, key, k) && line[k] == ':') v = atol(line + k + 1);
+    if (f) fclose(f);
+    return v;
+}
+
 static void test_fashion_mnist(void **state) {
     (void)state;
     fl_err e = {0};
     fl_dataset *d;
+    /* Memory: the 60000 images stay 8-bit (47 MB), and loading never holds the inflated file
+     * next to a copy of it. Writing 5 to clear_refs resets the peak (VmHWM) to the current
+     * RSS, so the peak of the load alone is measured. Under ASan freed blocks sit in its
+     * quarantine and RSS means little: only the pointers are checked there. */
+    FILE *cr = fopen("/proc/self/clear_refs", "w");
+    int hwm_reset = cr && fputs("5", cr) >= 0;
+    if (cr && fclose(cr) != 0) hwm_reset = 0;
+    long rss0 = proc_kb("VmRSS"), hwm0 = proc_kb("VmHWM");
     if (fl_dataset_load("fashion-mnist:train", NULL, 0, &d, &e) != FL_OK) fail_msg("%s", e.msg);
+    long rss1 = proc_kb("VmRSS"), hwm1 = proc_kb("VmHWM");
+    assert_null(d->x);
+    assert_non_null(d->x8);
+#ifndef __SANITIZE_ADDRESS__
+    if (rss0 > 0 && rss1 > 0) {
+        long mb = (rss1 - rss0) >> 10;
+        if (mb < 40 || mb > 56) fail_msg("train set takes %ld MB resident (expected ~47)", mb);
+    }
+    if (hwm_reset && hwm0 > 0 && hwm1 > 0 && (hwm1 - hwm0) >> 10 > 80)
+        fail_msg("loading the train set peaked at %ld MB more (expected ~47-64)",
+                 (hwm1 - hwm0) >> 10);
+#else
+    (void)rss0, (void)rss1, (void)hwm0, (void)hwm1, (void)hwm_reset;
+#endif
     assert_int_equal(d->n, 60000);
     assert_int_equal(d->c, 1);
     assert_int_equal(d->h, 28);
@@ -268,12 +323,17 @@ static void test_fashion_mnist(void **state) {
     /* The published statistics of the training pixels in [0,1]: mean 0.2860, std 0.3530. */
     double s = 0, s2 = 0, lo = 1, hi = 0;
     int64_t total = d->n * 784;
-    for (int64_t i = 0; i < total; i++) {
-        s += d->x[i];
-        s2 += (double)d->x[i] * d->x[i];
-        if (d->x[i] < lo) lo = d->x[i];
-        if (d->x[i] > hi) hi = d->x[i];
+    fl_tensor x = {0};
+    for (int64_t b = 0; b < d->n; b += 1000) { /* one batch tensor, reused */
+        assert_int_equal(fl_dataset_batch(d, b, 1000, &x, &e), FL_OK);
+        for (int64_t i = 0; i < x.size; i++) {
+            s += x.data[i];
+            s2 += (double)x.data[i] * x.data[i];
+            if (x.data[i] < lo) lo = x.data[i];
+            if (x.data[i] > hi) hi = x.data[i];
+        }
     }
+    fl_tensor_free(&x);
     double mean = s / (double)total, sd = sqrt(s2 / (double)total - mean * mean);
     if (fabs(mean - 0.2860) > 5e-4 || fabs(sd - 0.3530) > 5e-4)
         fail_msg("train pixel mean %.5f std %.5f (expected 0.2860, 0.3530)", mean, sd);
@@ -456,7 +516,7 @@ static void test_npy_dataset(void **state) {
     assert_int_equal(d->n, 3);
     assert_int_equal(d->c, 1);
     assert_int_equal(d->h, 2);
-    assert_float_equal(d->x[11], 220.0f / 255.0f, 1e-6);
+    assert_float_equal(to_float(d)[11], 220.0f / 255.0f, 1e-6);
     assert_int_equal(d->y[0], 2);
     assert_int_equal(d->n_classes, 3);
     fl_dataset_free(d);
@@ -469,6 +529,7 @@ static void test_npy_dataset(void **state) {
     snprintf(spec, sizeof spec, "npy:%s", tpath("f.npy"));
     assert_int_equal(fl_dataset_load(spec, NULL, 0, &d, &e), FL_OK);
     assert_int_equal(d->c, 3);
+    assert_null(d->x8); /* float sources keep float storage */
     assert_memory_equal(d->x, xf, sizeof xf);
     assert_false(d->has_labels);
     fl_dataset_free(d);
@@ -519,8 +580,9 @@ static void test_cifar(void **state) {
     assert_int_equal(d->y[3], 5); /* first record of batch 2 */
     assert_string_equal(d->class_names[d->y[3]], "dog");
     /* record 1, green plane = 100 + 1 */
-    assert_float_equal(d->x[1 * 3072 + 1024 + 17], 101.0f / 255.0f, 1e-6);
-    assert_float_equal(d->x[1 * 3072 + 2048], 201.0f / 255.0f, 1e-6);
+    const float *x = to_float(d);
+    assert_float_equal(x[1 * 3072 + 1024 + 17], 101.0f / 255.0f, 1e-6);
+    assert_float_equal(x[1 * 3072 + 2048], 201.0f / 255.0f, 1e-6);
     fl_dataset_free(d);
     snprintf(spec, sizeof spec, "cifar10:%s:test", dir);
     assert_int_equal(fl_dataset_load(spec, NULL, 0, &d, &e), FL_OK);
@@ -574,8 +636,9 @@ static void test_pngdir(void **state) {
     assert_int_equal(d->y[1], 1);
     assert_int_equal(d->y[2], 1);
     /* exact 8-bit round trip; sample 1 is zebra/a.png (seed 2) */
+    const float *x = to_float(d);
     for (int i = 0; i < 30; i++)
-        assert_float_equal(d->x[30 + i], (float)((i * 13 + 2) % 256) / 255.0f, 1e-6);
+        assert_float_equal(x[30 + i], (float)((i * 13 + 2) % 256) / 255.0f, 1e-6);
     fl_dataset_free(d);
     /* one RGB image makes the dataset RGB; gray images are expanded */
     float rgb[3 * 5 * 6];
@@ -584,9 +647,10 @@ static void test_pngdir(void **state) {
     assert_int_equal(fl_dataset_load(tpath("png"), NULL, 0, &d, &e), FL_OK);
     assert_int_equal(d->c, 3);
     assert_int_equal(d->n, 4);
-    assert_float_equal(d->x[3 * 90 + 0], 1.0f, 0);
-    assert_float_equal(d->x[3 * 90 + 30], 0.0f, 0);
-    assert_float_equal(d->x[90 + 30 + 1], (float)((13 + 2) % 256) / 255.0f, 1e-6);
+    x = to_float(d);
+    assert_float_equal(x[3 * 90 + 0], 1.0f, 0);
+    assert_float_equal(x[3 * 90 + 30], 0.0f, 0);
+    assert_float_equal(x[90 + 30 + 1], (float)((13 + 2) % 256) / 255.0f, 1e-6);
     fl_dataset_free(d);
     /* a size mismatch names the file */
     write_gray(tpath("png/zebra/d.png"), 6, 6, 0);
@@ -720,6 +784,119 @@ static void test_gather_view(void **state) {
                "out of range", NULL);
 }
 
+/* 8-bit storage: gather, batch and to_float give the scaled values of every scale kind,
+ * per channel; view gives nothing. */
+static void test_u8_storage(void **state) {
+    (void)state;
+    enum { N = 3, C = 3, H = 4, W = 5, CHW = C * H * W };
+    uint8_t px[N * CHW];
+    for (int i = 0; i < N * CHW; i++) px[i] = (uint8_t)(i * 37 % 256);
+    px[0] = 0, px[1] = 255;
+    fl_err e = {0};
+    assert_int_equal(fl_npy_write(tpath("u8.npy"), FL_DT_U8, 4, (int64_t[]){N, C, H, W}, px, &e),
+                     FL_OK);
+    const char *scales[5] = {"01", "pm1", "none", "meanstd:0.5,0.25",
+                             "meanstd:0.4,0.5,0.6,0.2,0.3,0.4"};
+    for (int k = 0; k < 5; k++) {
+        fl_scale sc;
+        fl_dataset *d;
+        assert_int_equal(fl_scale_parse(scales[k], &sc, &e), FL_OK);
+        if (fl_dataset_load(tpath("u8.npy"), &sc, 0, &d, &e) != FL_OK) fail_msg("%s", e.msg);
+        assert_null(d->x);
+        assert_memory_equal(d->x8, px, sizeof px);
+        /* expected[i] for every pixel, computed here from the definitions */
+        float want[N * CHW];
+        for (int i = 0; i < N * CHW; i++) {
+            int ch = i / (H * W) % C;
+            float v = px[i];
+            switch (k) {
+            case 0: want[i] = v / 255.0f; break;
+            case 1: want[i] = v / 127.5f - 1.0f; break;
+            case 2: want[i] = v; break;
+            case 3: want[i] = (v / 255.0f - 0.5f) / 0.25f; break;
+            default: want[i] = (v / 255.0f - sc.mean[ch]) / sc.std[ch]; break;
+            }
+        }
+        fl_tensor v = fl_dataset_view(d, 0, N);
+        assert_null(v.data);
+        assert_int_equal(v.ndim, 0);
+        int64_t idx[2] = {2, 0};
+        fl_tensor g = {0}, b = {0};
+        assert_int_equal(fl_dataset_gather(d, idx, 2, &g, NULL, &e), FL_OK);
+        assert_int_equal(fl_dataset_batch(d, 1, 2, &b, &e), FL_OK);
+        assert_int_equal(b.ndim, 4);
+        assert_int_equal(b.shape[0], 2);
+        assert_int_equal(b.shape[1], C);
+        for (int i = 0; i < CHW; i++) {
+            float tol = 1e-5f * (fabsf(want[i]) > 1 ? fabsf(want[i]) : 1);
+            assert_float_equal(g.data[i], want[2 * CHW + i], tol);
+            assert_float_equal(g.data[CHW + i], want[i], tol);
+            assert_float_equal(b.data[i], want[CHW + i], tol);
+            assert_float_equal(b.data[CHW + i], want[2 * CHW + i], tol);
+        }
+        if (k == 2) assert_float_equal(g.data[CHW + 1], 255.0f, 0); /* raw values are exact */
+        /* the whole array: same floats as the batches, bit for bit; then view works */
+        const float *x = to_float(d);
+        assert_memory_equal(x + CHW, b.data, 2 * CHW * sizeof(float));
+        v = fl_dataset_view(d, 1, 2);
+        assert_ptr_equal(v.data, x + CHW);
+        assert_int_equal(v.shape[0], 2);
+        fl_tensor_free(&g);
+        fl_tensor_free(&b);
+        fl_dataset_free(d);
+    }
+    /* a 3-channel mean/std scale does not fit 1-channel 8-bit data */
+    fl_scale sc;
+    fl_dataset *d;
+    assert_int_equal(fl_scale_parse(scales[4], &sc, &e), FL_OK);
+    assert_int_equal(fl_npy_write(tpath("u8g.npy"), FL_DT_U8, 3, (int64_t[]){N, H, W}, px, &e),
+                     FL_OK);
+    expect_err(fl_dataset_load(tpath("u8g.npy"), &sc, 0, &d, &e), FL_ERR_ARG, &e, "3 channels",
+               NULL);
+    /* limit keeps the first samples of the adopted array */
+    assert_int_equal(fl_dataset_load(tpath("u8.npy"), NULL, 2, &d, &e), FL_OK);
+    assert_int_equal(d->n, 2);
+    assert_memory_equal(d->x8, px, 2 * CHW);
+    fl_dataset_free(d);
+}
+
+/* fl_dataset_batch: ranges, shapes, and one buffer reused with a smaller last batch. */
+static void test_batch(void **state) {
+    (void)state;
+    fl_err e = {0};
+    fl_dataset *d;
+    assert_int_equal(fl_dataset_load(tpath("u8.npy"), NULL, 0, &d, &e), FL_OK); /* 3 samples */
+    int64_t chw = 3 * 4 * 5;
+    fl_tensor x = {0};
+    assert_int_equal(fl_dataset_batch(d, 0, 2, &x, &e), FL_OK);
+    float *buf = x.data;
+    assert_float_equal(x.data[chw + 0], (float)(chw * 37 % 256) / 255.0f, 1e-6);
+    /* the last batch: same buffer, smaller shape */
+    int64_t last[4] = {1, 3, 4, 5};
+    fl_tensor_set_shape(&x, 4, last);
+    assert_int_equal(fl_dataset_batch(d, 2, 1, &x, &e), FL_OK);
+    assert_ptr_equal(x.data, buf);
+    assert_float_equal(x.data[1], (float)((2 * chw + 1) * 37 % 256) / 255.0f, 1e-6);
+    /* a batch tensor of the wrong size, ranges past either end */
+    expect_err(fl_dataset_batch(d, 0, 2, &x, &e), FL_ERR_SHAPE, &e, "[1,3,4,5]", "[2,3,4,5]");
+    expect_err(fl_dataset_batch(d, 2, 2, &x, &e), FL_ERR_ARG, &e, "2..3", "3 samples");
+    expect_err(fl_dataset_batch(d, -1, 1, &x, &e), FL_ERR_ARG, &e, "out of range", NULL);
+    fl_tensor_free(&x);
+    /* an empty batch at the end is fine */
+    assert_int_equal(fl_dataset_batch(d, 3, 0, &x, &e), FL_OK);
+    assert_int_equal(x.size, 0);
+    fl_tensor_free(&x);
+    fl_dataset_free(d);
+    /* float storage goes through the same call */
+    assert_int_equal(fl_dataset_new(2, 1, 1, 2, &d, &e), FL_OK);
+    for (int i = 0; i < 4; i++) d->x[i] = (float)i + 0.5f;
+    assert_int_equal(fl_dataset_batch(d, 1, 1, &x, &e), FL_OK);
+    assert_float_equal(x.data[0], 2.5f, 0);
+    assert_float_equal(x.data[1], 3.5f, 0);
+    fl_tensor_free(&x);
+    fl_dataset_free(d);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scale_parse),  cmocka_unit_test(test_idx_roundtrip),
@@ -728,6 +905,7 @@ int main(void) {
         cmocka_unit_test(test_npy_errors),   cmocka_unit_test(test_npy_dataset),
         cmocka_unit_test(test_cifar),        cmocka_unit_test(test_pngdir),
         cmocka_unit_test(test_png_grid),     cmocka_unit_test(test_gather_view),
+        cmocka_unit_test(test_u8_storage),   cmocka_unit_test(test_batch),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,8 +1,9 @@
 /* data.h — datasets in, images out.
  *
  * flare tests networks on image datasets. This module turns a short *spec string* into an
- * in-memory dataset of float images in NCHW layout plus integer labels, and writes images
- * back out as PNG files (single images, or labelled grids for reports).
+ * in-memory dataset of images in NCHW layout plus integer labels, handed out as batches of
+ * scaled floats, and writes images back out as PNG files (single images, or labelled grids
+ * for reports).
  *
  * Quick tour
  * ----------
@@ -14,11 +15,11 @@
  *         fprintf(stderr, "%s\n", e.msg);          // names the file and what is wrong
  *         return 1;
  *     }
- *     // d->n == 10000, d->c == 1, d->h == d->w == 28, d->x is [n,1,28,28] in [0,1],
+ *     // d->n == 10000, d->c == 1, d->h == d->w == 28, d->x8 holds the [n,1,28,28] pixels,
  *     // d->y[i] in 0..9, d->class_names[d->y[i]] == "Ankle boot", ...
  *     int64_t idx[2] = {0, 42};
  *     fl_tensor batch = {0};                       // data == NULL: gather allocates [2,1,28,28]
- *     fl_dataset_gather(d, idx, 2, &batch, NULL, &e);
+ *     fl_dataset_gather(d, idx, 2, &batch, NULL, &e);   // floats in [0,1]
  *     fl_image_grid_write("grid.png", batch.data, 2, 1, 28, 28, 2, NULL, &e);
  *     fl_tensor_free(&batch);
  *     fl_dataset_free(d);
@@ -43,6 +44,15 @@
  * (v/127.5-1), per-channel mean/std ((v/255-mean)/std), or none (raw 0..255). Float32 NPY
  * input is taken to be already in [0,1]: it is used as-is unless a scale is asked for, in
  * which case the same map is applied to it as to v/255.
+ *
+ * Storage
+ * -------
+ * 8-bit sources (IDX, CIFAR-10, PNG folders, uint8 NPY) stay 8-bit in memory: d->x8 holds the
+ * raw pixels and the scale is applied only when samples are copied out (fl_dataset_gather,
+ * fl_dataset_batch), through a 256-entry table per channel. Fashion-MNIST's training set is
+ * then 47 MB instead of 188 MB of floats. Float sources (float32 NPY, fl_dataset_new) are
+ * stored as scaled floats in d->x. Code that wants the whole float array at once calls
+ * fl_dataset_to_float first.
  */
 #ifndef FLARE_DATA_H
 #define FLARE_DATA_H
@@ -75,30 +85,47 @@ void fl_scale_unapply(const fl_scale *s, float *x, int64_t n, int c, int64_t hw)
 typedef struct fl_dataset {
     int64_t n;           /* number of samples */
     int c, h, w;         /* channels (1 or 3 for images), height, width */
-    float *x;            /* [n,c,h,w], scaled; fl_alloc'd */
+    /* The images, [n,c,h,w]. Invariant: exactly one of x and x8 is non-NULL, and it is the
+     * storage. Read samples through fl_dataset_gather / fl_dataset_batch, which handle both. */
+    float *x;            /* scaled floats (fl_alloc'd), or NULL for 8-bit storage */
+    uint8_t *x8;         /* raw 8-bit pixels before scaling (malloc'd), or NULL */
     int32_t *y;          /* n labels; -1 where a sample has none */
     int has_labels;      /* 0: every y is -1 */
     int n_classes;       /* known classes (0 if unlabelled); labels are in [0, n_classes) */
     char **class_names;  /* n_classes names (decimal "0".."9" when the format has none) */
     char *source;        /* the resolved spec, e.g. "idx:/usr/.../t10k-images-idx3-ubyte.gz,..." */
-    fl_scale scale;      /* how x was made from the stored values */
+    fl_scale scale;      /* how floats are made from the stored values */
+    /* x8 storage: lut[r][v] is the scaled float of pixel value v, row r = channel for a
+     * 3-channel mean/std scale, else 0. Filled from `scale` when the dataset is loaded. */
+    float lut[3][256];
 } fl_dataset;
 
 /* Load a dataset from a spec (see above). scale NULL = [0,1] for 8-bit data and as-is for
  * float data; limit > 0 keeps only the first limit samples (in file / sorted-name order). */
 fl_status fl_dataset_load(const char *spec, const fl_scale *scale, int64_t limit,
                           fl_dataset **out, fl_err *e);
-/* An empty dataset with zeroed x and all labels -1, for code that builds one itself. */
+/* An empty dataset with float storage (zeroed x, x8 NULL) and all labels -1, for code that
+ * builds one itself. */
 fl_status fl_dataset_new(int64_t n, int c, int h, int w, fl_dataset **out, fl_err *e);
 void fl_dataset_free(fl_dataset *d);
 
-/* A [n,c,h,w] view of samples start..start+n-1 (no copy; clamped to the dataset). */
-fl_tensor fl_dataset_view(const fl_dataset *d, int64_t start, int64_t n);
-/* Copy samples idx[0..n-1] into x and (if y != NULL) their labels into y[0..n-1].
- * If x->data is NULL, x is allocated as [n,c,h,w] (release with fl_tensor_free); otherwise
- * x must already have exactly that shape. Indices out of range are an FL_ERR_ARG. */
+/* Copy samples idx[0..n-1] as scaled floats into x and (if y != NULL) their labels into
+ * y[0..n-1]. If x->data is NULL, x is allocated as [n,c,h,w] (release with fl_tensor_free);
+ * otherwise x must already have exactly that shape. Indices out of range are an FL_ERR_ARG. */
 fl_status fl_dataset_gather(const fl_dataset *d, const int64_t *idx, int64_t n, fl_tensor *x,
                             int32_t *y, fl_err *e);
+/* Copy samples start..start+n-1 as scaled floats into x; x as for fl_dataset_gather. The
+ * range must lie inside the dataset (FL_ERR_ARG otherwise). Labels are d->y + start. */
+fl_status fl_dataset_batch(const fl_dataset *d, int64_t start, int64_t n, fl_tensor *x,
+                           fl_err *e);
+/* Switch d to float storage: scale x8 into a new x and free x8 (x8 is NULL afterwards; the
+ * 8-bit pixels are gone). A no-op for float storage. Costs 4 bytes per pixel for good, so
+ * only for code that needs the whole array; batch-wise code should gather instead. */
+fl_status fl_dataset_to_float(fl_dataset *d, fl_err *e);
+/* A [n,c,h,w] view of samples start..start+n-1 (no copy; clamped to the dataset). Float
+ * storage only: for 8-bit storage (d->x == NULL) it returns an empty tensor, data NULL and
+ * ndim 0 — use fl_dataset_batch, or fl_dataset_to_float first. */
+fl_tensor fl_dataset_view(const fl_dataset *d, int64_t start, int64_t n);
 
 /* ---- IDX (MNIST family) ------------------------------------------------------------------- */
 typedef struct fl_idx {

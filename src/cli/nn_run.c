@@ -82,6 +82,7 @@ int cmd_nn_run(const cli_opts *o) {
     fl_model *m = NULL;
     fl_dataset *d = NULL;
     fl_scale sc;
+    fl_tensor x = {0};
     char **paths = NULL, *spec = NULL;
     int rc = CLI_FAIL, nl = o->layer.n;
     fl_threads_set((int)o->threads);
@@ -128,7 +129,7 @@ int cmd_nn_run(const cli_opts *o) {
     if (fl_dataset_load(spec ? spec : o->input, o->given[F_scale] ? &sc : NULL, o->limit, &d,
                         &e) != FL_OK)
         goto out;
-    fl_tensor x = fl_dataset_view(d, 0, d->n);
+    if (fl_dataset_batch(d, 0, d->n, &x, &e) != FL_OK) goto out;
     if (fl_model_forward(m, &x, &e) != FL_OK) goto out;
 
     const fl_tensor *y = fl_model_output(m, 0);
@@ -154,6 +155,7 @@ out_quiet:
     for (int i = 0; paths && i < nl; i++) free(paths[i]);
     free(paths);
     free(spec);
+    fl_tensor_free(&x);
     fl_dataset_free(d);
     fl_model_free(m);
     return rc;

@@ -1,8 +1,9 @@
 /* data_int.h — helpers shared by the files of the data module; not part of the public API.
  *
  * Every format loader ends the same way: it has n images of c x h x w 8-bit (or float)
- * pixels and maybe labels, and wants an fl_dataset with scaled floats. dataset.c owns that
- * last step so the scaling rules live in one place.
+ * pixels and maybe labels, and wants an fl_dataset: 8-bit pixels kept as they are (x8, with
+ * the scale's lookup tables), floats scaled in place (x). dataset.c owns the dataset object
+ * and scale.c the scaling rules, so each lives in one place.
  */
 #ifndef FLARE_DATA_INT_H
 #define FLARE_DATA_INT_H
@@ -24,13 +25,18 @@ int fl__is_file(const char *path);
 /* Multiply a*b into *out unless it overflows int64 or passes `cap`; returns 0 on failure. */
 int fl__mul_checked(int64_t a, int64_t b, int64_t cap, int64_t *out);
 
-/* Scale 8-bit pixels src[n,c,hw] into dst; s must not be NULL. */
-void fl__scale_u8(const fl_scale *s, const uint8_t *src, float *dst, int64_t n, int c,
-                  int64_t hw);
+/* lut[v] = the scaled float of 8-bit value v in channel ch; s must not be NULL. */
+void fl__scale_lut(const fl_scale *s, int ch, float lut[256]);
 /* Scale floats already in [0,1] in place (FL_SCALE_01 and _NONE leave them as they are). */
 void fl__scale_f32(const fl_scale *s, float *x, int64_t n, int c, int64_t hw);
 /* Check that a mean/std scale fits c channels. */
 fl_status fl__scale_check(const fl_scale *s, int c, const char *name, fl_err *e);
+
+/* A dataset with 8-bit storage: x8 = pixels ([n,c,h,w], malloc'd; adopted, and freed even
+ * on failure) or, when pixels is NULL, a fresh zeroed buffer; scale s and its lookup tables
+ * set; all labels -1. */
+fl_status fl__dataset_new_u8(int64_t n, int c, int h, int w, const fl_scale *s, uint8_t *pixels,
+                             fl_dataset **out, fl_err *e);
 
 /* Give d n_classes names: `names` if not NULL, else "0", "1", ... */
 fl_status fl__set_classes(fl_dataset *d, int n_classes, const char *const *names, fl_err *e);

@@ -52,12 +52,15 @@ int fl__mul_checked(int64_t a, int64_t b, int64_t cap, int64_t *out) {
 }
 
 /* ---- the dataset object ---------------------------------------------------------------- */
-fl_status fl_dataset_new(int64_t n, int c, int h, int w, fl_dataset **out, fl_err *e) {
+/* The shell of a dataset: checked sizes, labels all -1, no image storage yet. *pixels gets
+ * n*c*h*w. The bound keeps 4-byte floats of every accepted dataset addressable. */
+static fl_status dataset_shell(int64_t n, int c, int h, int w, int64_t *pixels,
+                               fl_dataset **out, fl_err *e) {
     *out = NULL;
-    int64_t chw, total;
+    int64_t chw;
     if (n < 0 || c <= 0 || h <= 0 || w <= 0 || n > FL_DATA_MAX_N || h > FL_DATA_MAX_DIM ||
         w > FL_DATA_MAX_DIM || c > FL_DATA_MAX_DIM || !fl__mul_checked(c, (int64_t)h * w,
-        FL_DATA_MAX_BYTES, &chw) || !fl__mul_checked(n, chw, FL_DATA_MAX_BYTES / 4, &total))
+        FL_DATA_MAX_BYTES, &chw) || !fl__mul_checked(n, chw, FL_DATA_MAX_BYTES / 4, pixels))
         return fl_fail(e, FL_ERR_ARG, "dataset of %lld x %d x %d x %d images is out of range",
                        (long long)n, c, h, w);
     fl_dataset *d = calloc(1, sizeof *d);
@@ -67,21 +70,53 @@ fl_status fl_dataset_new(int64_t n, int c, int h, int w, fl_dataset **out, fl_er
     d->h = h;
     d->w = w;
     d->scale.kind = FL_SCALE_01;
-    d->x = fl_alloc((size_t)total * sizeof(float));
-    d->y = malloc((size_t)(n ? n : 1) * sizeof(int32_t));
-    if (!d->x || !d->y) {
-        fl_dataset_free(d);
-        return fl_fail(e, FL_ERR_NOMEM, "out of memory for %lld images of %dx%dx%d",
-                       (long long)n, c, h, w);
+    if (!(d->y = malloc((size_t)(n ? n : 1) * sizeof(int32_t)))) {
+        free(d);
+        return fl_fail(e, FL_ERR_NOMEM, "out of memory for %lld labels", (long long)n);
     }
     for (int64_t i = 0; i < n; i++) d->y[i] = -1;
     *out = d;
     return FL_OK;
 }
 
+fl_status fl_dataset_new(int64_t n, int c, int h, int w, fl_dataset **out, fl_err *e) {
+    int64_t total;
+    fl_status st = dataset_shell(n, c, h, w, &total, out, e);
+    if (st != FL_OK) return st;
+    if (!((*out)->x = fl_alloc((size_t)total * sizeof(float)))) {
+        fl_dataset_free(*out);
+        *out = NULL;
+        return fl_fail(e, FL_ERR_NOMEM, "out of memory for %lld images of %dx%dx%d",
+                       (long long)n, c, h, w);
+    }
+    return FL_OK;
+}
+
+fl_status fl__dataset_new_u8(int64_t n, int c, int h, int w, const fl_scale *s, uint8_t *pixels,
+                             fl_dataset **out, fl_err *e) {
+    int64_t total;
+    fl_status st = dataset_shell(n, c, h, w, &total, out, e);
+    if (st != FL_OK) {
+        free(pixels);
+        return st;
+    }
+    fl_dataset *d = *out;
+    d->x8 = pixels ? pixels : calloc((size_t)(total ? total : 1), 1);
+    if (!d->x8) {
+        fl_dataset_free(d);
+        *out = NULL;
+        return fl_fail(e, FL_ERR_NOMEM, "out of memory for %lld images of %dx%dx%d",
+                       (long long)n, c, h, w);
+    }
+    d->scale = *s;
+    for (int r = 0; r < 3; r++) fl__scale_lut(s, r, d->lut[r]);
+    return FL_OK;
+}
+
 void fl_dataset_free(fl_dataset *d) {
     if (!d) return;
     fl_free(d->x);
+    free(d->x8);
     free(d->y);
     if (d->class_names)
         for (int i = 0; i < d->n_classes; i++) free(d->class_names[i]);
@@ -127,9 +162,94 @@ fl_status fl__finish_labels(fl_dataset *d, const char *name, fl_err *e) {
     return fl__set_classes(d, max + 1, NULL, e);
 }
 
+/* ---- batches ----------------------------------------------------------------------------- */
+/* Sample i as floats into dst[c,h,w]: a copy for float storage, a table lookup per pixel for
+ * 8-bit storage. The table row is per channel only for a 3-channel mean/std scale (the only
+ * map that differs between channels; loaders check c == 3 for it). */
+static void sample_to_float(const fl_dataset *d, int64_t i, float *dst) {
+    size_t hw = (size_t)d->h * (size_t)d->w, chw = (size_t)d->c * hw;
+    if (d->x) {
+        memcpy(dst, d->x + (size_t)i * chw, chw * sizeof(float));
+        return;
+    }
+    int per_ch = d->scale.kind == FL_SCALE_MEANSTD && d->scale.n_ch == 3;
+    const uint8_t *src = d->x8 + (size_t)i * chw;
+    for (int ch = 0; ch < d->c; ch++) {
+        const float *lut = d->lut[per_ch && ch < 3 ? ch : 0];
+        const uint8_t *p = src + (size_t)ch * hw;
+        float *q = dst + (size_t)ch * hw;
+        for (size_t k = 0; k < hw; k++) q[k] = lut[p[k]];
+    }
+}
+
+/* Make x a [n,c,h,w] batch: allocate it if x->data is NULL, else check its shape. */
+static fl_status batch_tensor(const fl_dataset *d, int64_t n, fl_tensor *x, const char *what,
+                              fl_err *e) {
+    int64_t shape[4] = {n, d->c, d->h, d->w};
+    if (!x->data) {
+        if (fl_tensor_alloc(x, 4, shape) != FL_OK)
+            return fl_fail(e, FL_ERR_NOMEM, "%s: out of memory for %lld images", what,
+                           (long long)n);
+    } else if (x->ndim != 4 || x->shape[0] != n || x->shape[1] != d->c ||
+               x->shape[2] != d->h || x->shape[3] != d->w) {
+        char got[96];
+        return fl_fail(e, FL_ERR_SHAPE, "%s: batch tensor is %s, expected [%lld,%d,%d,%d]", what,
+                       fl_shape_str(x, got, sizeof got), (long long)n, d->c, d->h, d->w);
+    }
+    return FL_OK;
+}
+
+fl_status fl_dataset_gather(const fl_dataset *d, const int64_t *idx, int64_t n, fl_tensor *x,
+                            int32_t *y, fl_err *e) {
+    if (n < 0) return fl_fail(e, FL_ERR_ARG, "gather: negative count %lld", (long long)n);
+    for (int64_t i = 0; i < n; i++)
+        if (idx[i] < 0 || idx[i] >= d->n)
+            return fl_fail(e, FL_ERR_ARG, "gather: index %lld out of range (dataset %s has %lld "
+                           "samples)", (long long)idx[i], d->source ? d->source : "?",
+                           (long long)d->n);
+    fl_status st = batch_tensor(d, n, x, "gather", e);
+    if (st != FL_OK) return st;
+    size_t chw = (size_t)d->c * (size_t)d->h * (size_t)d->w;
+    for (int64_t i = 0; i < n; i++) {
+        sample_to_float(d, idx[i], x->data + (size_t)i * chw);
+        if (y) y[i] = d->y[idx[i]];
+    }
+    return FL_OK;
+}
+
+fl_status fl_dataset_batch(const fl_dataset *d, int64_t start, int64_t n, fl_tensor *x,
+                           fl_err *e) {
+    if (start < 0 || n < 0 || start > d->n || n > d->n - start)
+        return fl_fail(e, FL_ERR_ARG, "batch: samples %lld..%lld are out of range (dataset %s "
+                       "has %lld samples)", (long long)start, (long long)(start + n - 1),
+                       d->source ? d->source : "?", (long long)d->n);
+    fl_status st = batch_tensor(d, n, x, "batch", e);
+    if (st != FL_OK) return st;
+    size_t chw = (size_t)d->c * (size_t)d->h * (size_t)d->w;
+    for (int64_t i = 0; i < n; i++) sample_to_float(d, start + i, x->data + (size_t)i * chw);
+    return FL_OK;
+}
+
+fl_status fl_dataset_to_float(fl_dataset *d, fl_err *e) {
+    if (d->x) return FL_OK;
+    size_t total = (size_t)d->n * (size_t)d->c * (size_t)d->h * (size_t)d->w;
+    float *x = fl_alloc(total * sizeof(float));
+    if (!x)
+        return fl_fail(e, FL_ERR_NOMEM, "dataset %s: out of memory for %lld float images "
+                       "(%zu MB)", d->source ? d->source : "?", (long long)d->n,
+                       total * sizeof(float) >> 20);
+    size_t chw = (size_t)d->c * (size_t)d->h * (size_t)d->w;
+    for (int64_t i = 0; i < d->n; i++) sample_to_float(d, i, x + (size_t)i * chw);
+    free(d->x8);
+    d->x8 = NULL;
+    d->x = x;
+    return FL_OK;
+}
+
 fl_tensor fl_dataset_view(const fl_dataset *d, int64_t start, int64_t n) {
     fl_tensor t;
     memset(&t, 0, sizeof t);
+    if (!d->x) return t; /* 8-bit storage has no floats to point at */
     if (start < 0) start = 0;
     if (start > d->n) start = d->n;
     if (n < 0 || n > d->n - start) n = d->n - start;
@@ -137,33 +257,6 @@ fl_tensor fl_dataset_view(const fl_dataset *d, int64_t start, int64_t n) {
     fl_tensor_set_shape(&t, 4, shape);
     t.data = d->x + start * d->c * d->h * d->w;
     return t;
-}
-
-fl_status fl_dataset_gather(const fl_dataset *d, const int64_t *idx, int64_t n, fl_tensor *x,
-                            int32_t *y, fl_err *e) {
-    int64_t shape[4] = {n, d->c, d->h, d->w};
-    if (n < 0) return fl_fail(e, FL_ERR_ARG, "gather: negative count %lld", (long long)n);
-    for (int64_t i = 0; i < n; i++)
-        if (idx[i] < 0 || idx[i] >= d->n)
-            return fl_fail(e, FL_ERR_ARG, "gather: index %lld out of range (dataset %s has %lld "
-                           "samples)", (long long)idx[i], d->source ? d->source : "?",
-                           (long long)d->n);
-    if (!x->data) {
-        if (fl_tensor_alloc(x, 4, shape) != FL_OK)
-            return fl_fail(e, FL_ERR_NOMEM, "gather: out of memory for %lld images",
-                           (long long)n);
-    } else if (x->ndim != 4 || x->shape[0] != n || x->shape[1] != d->c ||
-               x->shape[2] != d->h || x->shape[3] != d->w) {
-        char got[96];
-        return fl_fail(e, FL_ERR_SHAPE, "gather: batch tensor is %s, expected [%lld,%d,%d,%d]",
-                       fl_shape_str(x, got, sizeof got), (long long)n, d->c, d->h, d->w);
-    }
-    size_t chw = (size_t)d->c * (size_t)d->h * (size_t)d->w;
-    for (int64_t i = 0; i < n; i++) {
-        memcpy(x->data + (size_t)i * chw, d->x + (size_t)idx[i] * chw, chw * sizeof(float));
-        if (y) y[i] = d->y[idx[i]];
-    }
-    return FL_OK;
 }
 
 /* ---- spec resolution --------------------------------------------------------------------- */

@@ -24,8 +24,10 @@ static const char *idx_type_name(int t) {
     }
 }
 
-fl_status fl_idx_parse(const uint8_t *buf, size_t len, const char *name, fl_idx *out,
-                       fl_err *e) {
+/* Check the header and sizes of an in-memory IDX file and fill out's ndim, dims and count
+ * (data stays NULL); *hdr_len gets where the elements start. */
+static fl_status idx_header(const uint8_t *buf, size_t len, const char *name, fl_idx *out,
+                            size_t *hdr_len, fl_err *e) {
     memset(out, 0, sizeof *out);
     if (len < 4)
         return fl_fail(e, FL_ERR_FORMAT, "%s: truncated IDX header (%zu bytes)", name, len);
@@ -63,24 +65,44 @@ fl_status fl_idx_parse(const uint8_t *buf, size_t len, const char *name, fl_idx 
     if ((uint64_t)count < have)
         return fl_fail(e, FL_ERR_FORMAT, "%s: %zu unexpected bytes after the IDX data", name,
                        have - (size_t)count);
-    out->data = malloc(count ? (size_t)count : 1);
-    if (!out->data) return fl_fail(e, FL_ERR_NOMEM, "%s: out of memory", name);
-    if (count) memcpy(out->data, buf + hdr, (size_t)count);
     out->ndim = ndim;
     out->count = count;
+    *hdr_len = hdr;
     return FL_OK;
 }
 
+fl_status fl_idx_parse(const uint8_t *buf, size_t len, const char *name, fl_idx *out,
+                       fl_err *e) {
+    size_t hdr = 0;
+    fl_status st = idx_header(buf, len, name, out, &hdr, e);
+    if (st != FL_OK) return st;
+    out->data = malloc(out->count ? (size_t)out->count : 1);
+    if (!out->data) {
+        memset(out, 0, sizeof *out);
+        return fl_fail(e, FL_ERR_NOMEM, "%s: out of memory", name);
+    }
+    if (out->count) memcpy(out->data, buf + hdr, (size_t)out->count);
+    return FL_OK;
+}
+
+/* The file buffer itself becomes out->data, the elements slid down over the header: a 47 MB
+ * image file then needs 47 MB, not twice that for buffer plus copy. */
 fl_status fl_idx_read(const char *path, fl_idx *out, fl_err *e) {
     uint8_t *buf;
-    size_t len;
+    size_t len, hdr = 0;
     memset(out, 0, sizeof *out);
     fl_status st = fl_file_read(path, &buf, &len, e);
     if (st != FL_OK) return st;
-    st = fl_idx_parse(buf, len, path, out, e);
-    free(buf);
-    return st;
+    if ((st = idx_header(buf, len, path, out, &hdr, e)) != FL_OK) {
+        free(buf);
+        return st;
+    }
+    memmove(buf, buf + hdr, (size_t)out->count);
+    uint8_t *shrunk = realloc(buf, out->count ? (size_t)out->count : 1);
+    out->data = shrunk ? shrunk : buf; /* a failed shrink leaves buf as it was: keep it */
+    return FL_OK;
 }
+
 
 void fl_idx_free(fl_idx *a) {
     if (!a) return;
@@ -152,24 +174,23 @@ fl_status fl_idx_write(const char *path, int ndim, const int64_t *dims, const ui
     return st;
 }
 
-/* images: [n,h,w] unsigned bytes; labels: [n] unsigned bytes (optional). */
+/* images: [n,h,w] unsigned bytes; labels: [n] unsigned bytes (optional). The image bytes are
+ * already the dataset's [n,1,h,w] 8-bit storage, so the dataset adopts them without a copy. */
 fl_status fl__load_idx(const char *images, const char *labels, const fl_scale *s,
                        int64_t limit, fl_dataset **out, fl_err *e) {
     fl_idx im, lb;
+    fl_dataset *d = NULL;
     memset(&lb, 0, sizeof lb);
     *out = NULL;
     fl_status st = fl_idx_read(images, &im, e);
     if (st != FL_OK) return st;
     if (im.ndim != 3 || im.dims[1] == 0 || im.dims[2] == 0) {
-        fl_idx_free(&im);
-        return fl_fail(e, FL_ERR_FORMAT, "%s: expected IDX images [n,h,w] (idx3), got %d "
-                       "dimensions", images, im.ndim);
+        st = fl_fail(e, FL_ERR_FORMAT, "%s: expected IDX images [n,h,w] (idx3), got %d "
+                     "dimensions", images, im.ndim);
+        goto done;
     }
     if (labels) {
-        if ((st = fl_idx_read(labels, &lb, e)) != FL_OK) {
-            fl_idx_free(&im);
-            return st;
-        }
+        if ((st = fl_idx_read(labels, &lb, e)) != FL_OK) goto done;
         if (lb.ndim != 1 || lb.dims[0] != im.dims[0]) {
             st = fl_fail(e, FL_ERR_SHAPE, "%s: expected %lld labels [n] (idx1) to match %s, got "
                          "%d dimensions of first size %lld", labels, (long long)im.dims[0],
@@ -179,31 +200,33 @@ fl_status fl__load_idx(const char *images, const char *labels, const fl_scale *s
     }
     int64_t n = im.dims[0];
     if (limit > 0 && limit < n) n = limit;
-    int h = (int)im.dims[1], w = (int)im.dims[2];
     if (im.dims[1] > FL_DATA_MAX_DIM || im.dims[2] > FL_DATA_MAX_DIM) {
         st = fl_fail(e, FL_ERR_FORMAT, "%s: images of %lldx%lld are too large", images,
                      (long long)im.dims[1], (long long)im.dims[2]);
         goto done;
     }
-    fl_dataset *d;
+    int h = (int)im.dims[1], w = (int)im.dims[2];
     if ((st = fl__scale_check(s, 1, images, e)) != FL_OK) goto done;
-    if ((st = fl_dataset_new(n, 1, h, w, &d, e)) != FL_OK) goto done;
-    fl__scale_u8(s, im.data, d->x, n, 1, (int64_t)h * w);
+    if (n < im.dims[0]) { /* limit: drop the tail (a shrinking realloc cannot fail usefully) */
+        uint8_t *p = realloc(im.data, n ? (size_t)(n * h * w) : 1);
+        if (p) im.data = p;
+    }
+    st = fl__dataset_new_u8(n, 1, h, w, s, im.data, &d, e);
+    im.data = NULL; /* adopted by d, or freed on failure */
+    if (st != FL_OK) goto done;
     if (labels)
         for (int64_t i = 0; i < n; i++) d->y[i] = lb.data[i];
-    if ((st = fl__finish_labels(d, labels ? labels : images, e)) != FL_OK) {
-        fl_dataset_free(d);
-        goto done;
-    }
+    if ((st = fl__finish_labels(d, labels ? labels : images, e)) != FL_OK) goto done;
     char src[2100];
     snprintf(src, sizeof src, "idx:%s%s%s", images, labels ? "," : "", labels ? labels : "");
     if (!(d->source = fl__strdup(src))) {
-        fl_dataset_free(d);
         st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
         goto done;
     }
     *out = d;
+    d = NULL;
 done:
+    fl_dataset_free(d);
     fl_idx_free(&im);
     fl_idx_free(&lb);
     return st;

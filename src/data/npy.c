@@ -343,11 +343,19 @@ fl_status fl__load_npy(const char *xpath, const char *ypath, const fl_scale *s, 
     }
     if ((st = fl__scale_check(s, (int)c, xpath, e)) != FL_OK) goto done;
     if (limit > 0 && limit < n) n = limit;
-    if ((st = fl_dataset_new(n, (int)c, (int)h, (int)w, &d, e)) != FL_OK) goto done;
     int64_t hw = h * w;
     if (x.dtype == FL_DT_U8) {
-        fl__scale_u8(s, x.data, d->x, n, (int)c, hw);
+        /* The array is already the [n,c,h,w] 8-bit storage: adopt it (dropping a limited-off
+         * tail). fl_npy_read's buffer comes from fl_alloc, which free() releases. */
+        if (n < x.shape[0]) {
+            void *p = realloc(x.data, n ? (size_t)(n * c * hw) : 1);
+            if (p) x.data = p;
+        }
+        st = fl__dataset_new_u8(n, (int)c, (int)h, (int)w, s, x.data, &d, e);
+        x.data = NULL;
+        if (st != FL_OK) goto done;
     } else {
+        if ((st = fl_dataset_new(n, (int)c, (int)h, (int)w, &d, e)) != FL_OK) goto done;
         if (n) memcpy(d->x, x.data, (size_t)(n * c * hw) * sizeof(float));
         int64_t bad = -1;
         for (int64_t i = 0; i < n * c * hw && bad < 0; i++)

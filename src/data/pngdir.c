@@ -149,14 +149,13 @@ fl_status fl__load_pngdir(const char *dir, const fl_scale *s, int64_t limit, fl_
     }
     int c = color ? 3 : 1;
     if ((st = fl__scale_check(s, c, dir, e)) != FL_OK) goto done;
-    if ((st = fl_dataset_new(n, c, h, w, &d, e)) != FL_OK) goto done;
+    if ((st = fl__dataset_new_u8(n, c, h, w, s, NULL, &d, e)) != FL_OK) goto done;
     int64_t hw = (int64_t)h * w;
-    if (!(pix = malloc((size_t)(hw * c) * 2))) {
+    if (!(pix = malloc((size_t)(hw * c)))) {
         st = fl_fail(e, FL_ERR_NOMEM, "%s: out of memory", dir);
         goto done;
     }
-    uint8_t *chw = pix + hw * c;
-    /* Pass 2: decode as 8-bit gray or RGB (interleaved), transpose to CHW, scale. */
+    /* Pass 2: decode as 8-bit gray or RGB (interleaved), transpose into the CHW storage. */
     for (int64_t i = 0; i < n; i++) {
         png_image im;
         memset(&im, 0, sizeof im);
@@ -175,9 +174,9 @@ fl_status fl__load_pngdir(const char *dir, const fl_scale *s, int64_t limit, fl_
             goto done;
         }
         png_image_free(&im);
+        uint8_t *chw = d->x8 + i * c * hw;
         for (int ch = 0; ch < c; ch++)
             for (int64_t k = 0; k < hw; k++) chw[ch * hw + k] = pix[k * c + ch];
-        fl__scale_u8(s, chw, d->x + i * c * hw, 1, c, hw);
         d->y[i] = labelled ? labels[i] : -1;
     }
     if (labelled && (st = fl__set_classes(d, classes.n, (const char *const *)classes.v, e)))

@@ -98,21 +98,12 @@ fl_status fl__scale_check(const fl_scale *s, int c, const char *name, fl_err *e)
     return FL_OK;
 }
 
-void fl__scale_u8(const fl_scale *s, const uint8_t *src, float *dst, int64_t n, int c,
-                  int64_t hw) {
-    for (int ch = 0; ch < c; ch++) {
-        float a, b, lut[256];
-        affine(s, ch, &a, &b);
-        /* A lookup table keeps this exact and cheap: 256 values, reused n*hw times. */
-        for (int v = 0; v < 256; v++) lut[v] = (float)v / 255.0f * a + b;
-        if (s->kind == FL_SCALE_NONE)
-            for (int v = 0; v < 256; v++) lut[v] = (float)v;
-        for (int64_t i = 0; i < n; i++) {
-            const uint8_t *p = src + (i * c + ch) * hw;
-            float *q = dst + (i * c + ch) * hw;
-            for (int64_t k = 0; k < hw; k++) q[k] = lut[p[k]];
-        }
-    }
+void fl__scale_lut(const fl_scale *s, int ch, float lut[256]) {
+    float a, b;
+    affine(s, ch, &a, &b);
+    /* v/255*255 need not give back v exactly in float; raw values must be exact. */
+    for (int v = 0; v < 256; v++)
+        lut[v] = s->kind == FL_SCALE_NONE ? (float)v : (float)v / 255.0f * a + b;
 }
 
 void fl__scale_f32(const fl_scale *s, float *x, int64_t n, int c, int64_t hw) {

@@ -1,7 +1,7 @@
 /* Evaluation: batched inference in eval mode, accuracy, per-class accuracy, confusion matrix.
  *
- * Batches are views into the dataset (fl_dataset_view, no copy): fl_model_forward copies them
- * into the model's input buffer anyway.
+ * Batches are copied out of the dataset (fl_dataset_batch scales 8-bit storage on the way)
+ * into one buffer allocated up front; the last, smaller batch is a view on its first rows.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -30,14 +30,17 @@ static fl_status result_alloc(fl_eval_result *r, int K, int64_t n, fl_err *e) {
     return FL_OK;
 }
 
-static fl_status eval_batches(fl_model *m, const fl_dataset *d, int batch, fl_eval_result *r,
+static fl_status eval_batches(fl_model *m, const fl_dataset *d, fl_tensor *x, fl_eval_result *r,
                               fl_err *e) {
     int C = 0;
     double loss_sum = 0;
-    for (int64_t start = 0; start < d->n; start += batch) {
-        fl_tensor xb = fl_dataset_view(d, start, batch);
-        int64_t nb = xb.shape[0];
-        fl_status st = fl_model_forward(m, &xb, e);
+    for (int64_t start = 0; start < d->n; start += x->shape[0]) {
+        int64_t nb = d->n - start < x->shape[0] ? d->n - start : x->shape[0];
+        fl_tensor xb = *x;
+        xb.shape[0] = nb;
+        xb.size = fl_shape_size(xb.ndim, xb.shape);
+        fl_status st = fl_dataset_batch(d, start, nb, &xb, e);
+        if (st == FL_OK) st = fl_model_forward(m, &xb, e);
         if (st != FL_OK) return st;
         int firstC = C == 0;
         const fl_tensor *logits = fl__logits(m, nb, &C, e);
@@ -76,10 +79,16 @@ fl_status fl_eval(fl_model *m, const fl_dataset *d, int batch, fl_eval_result *r
     if (d->n < 1) return fl_fail(e, FL_ERR_ARG, "eval: dataset %s is empty", d->source ? d->source : "");
     if (!d->has_labels)
         return fl_fail(e, FL_ERR_ARG, "eval: dataset %s has no labels", d->source ? d->source : "");
+    if (batch > d->n) batch = (int)d->n;
+    fl_tensor x = {0};
+    int64_t xs[4] = {batch, d->c, d->h, d->w};
+    if (fl_tensor_alloc(&x, 4, xs) != FL_OK)
+        return fl_fail(e, FL_ERR_NOMEM, "eval: out of memory for batches of %d", batch);
     int was_training = m->training;
     m->training = 0;
-    fl_status st = eval_batches(m, d, batch, r, e);
+    fl_status st = eval_batches(m, d, &x, r, e);
     m->training = was_training;
+    fl_tensor_free(&x);
     if (st != FL_OK) fl_eval_result_free(r);
     return st;
 }

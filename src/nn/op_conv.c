@@ -137,6 +137,10 @@ fl_status fl_lowered_plan(fl_lowered *L, const fl_node *node, int n, int ci, int
     if (nb < 1) nb = 1;
     if (nb > (size_t)n) nb = n > 0 ? (size_t)n : 1;
     L->nb = (int)nb;
+    /* BLAS takes int dimensions: every matrix side (and the per-image offsets) must fit */
+    if (k * nb * p > INT_MAX || (size_t)zc * nb * p > INT_MAX)
+        return fl_fail(e, FL_ERR_UNSUPPORTED, "node '%s' (%s): tensors too large for one GEMM",
+                       node->name, node->op->name);
     fl_status st = grow(&L->cols, &L->cols_cap, L->direct ? 0 : k * nb * p);
     if (st == FL_OK) st = grow(&L->mat, &L->mat_cap, nb > 1 ? (size_t)zc * nb * p : 0);
     if (st != FL_OK)

@@ -180,7 +180,7 @@ static fl_status read_attr(loader *L, const char *node, const char *op,
         return FL_OK;
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING:
         a->type = FL_ATTR_STRING;
-        if (memchr(ap->s.data, 0, ap->s.len))
+        if (ap->s.len && memchr(ap->s.data, 0, ap->s.len))
             return fl_fail(L->e, FL_ERR_UNSUPPORTED, "%s: node '%s' (%s): string attribute '%s' holds a NUL byte",
                            L->file, node, op, ap->name);
         a->s = malloc(ap->s.len + 1);
@@ -447,7 +447,9 @@ fl_status fl_onnx_load_buffer(const uint8_t *buf, size_t len, const char *name, 
     if (st == FL_OK) st = add_graph_inputs(&L, ins, &n_ins);
     if (st == FL_OK) st = add_nodes(&L);
     if (st == FL_OK) st = set_outputs(&L, ins, n_ins);
-    if (st == FL_OK) {
+    /* (a graph of Constants only has no nodes left and nothing to sort; fl_model_finish is
+     * skipped then because it memcpy()s from a NULL node array) */
+    if (st == FL_OK && L.m->n_nodes > 0) {
         st = fl_model_finish(L.m, e);
         if (st != FL_OK) with_file(&L, st);
     }

@@ -78,8 +78,9 @@ static void on_epoch(const fl_epoch_stats *s, void *user) {
     double ips = c->ips;
     c->last = *s;
     progress_clear(&c->bar);
-    printf("epoch %*d/%d  loss %.4f  acc %.4f", s->epochs >= 10 ? 2 : 1, s->epoch, s->epochs,
-           s->train_loss, s->train_acc);
+    int w = snprintf(NULL, 0, "%d", s->epochs); /* "epoch  7/10": columns line up */
+    printf("epoch %*d/%d  loss %.4f  acc %.4f", w, s->epoch, s->epochs, s->train_loss,
+           s->train_acc);
     if (s->test_acc >= 0) printf("  test_loss %.4f  test_acc %.4f", s->test_loss, s->test_acc);
     printf("  %.1fs  %.0f img/s\n", s->seconds, ips);
     fflush(stdout);

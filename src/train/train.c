@@ -17,12 +17,13 @@
 
 void fl_train_opts_default(fl_train_opts *o) {
     memset(o, 0, sizeof *o);
+    /* LeNet-5 on Fashion-MNIST: 89.6 % test accuracy after 10 epochs (docs/training.md) */
     o->epochs = 10;
     o->batch = 64;
-    o->lr = 1e-3f;
+    o->lr = 2e-3f;
     o->optim = FL_OPTIM_ADAM;
     o->momentum = 0.9f; /* used only when optim is switched to SGD */
-    o->lr_decay = 1.0f;
+    o->lr_decay = 0.75f;
     o->seed = 1;
     o->loss = FL_LOSS_CE;
     o->progress_every = 20;

@@ -178,7 +178,8 @@ void fl_train_opts_default(fl_train_opts *o);
  * epoch. m's single input must take [N, c, h, w] images of the dataset and its first output
  * must be logits [N, C] with C == train->n_classes (C == 1 allowed for BCE/MSE on binary
  * labels). Sets m->training = 1 and m->skip_input_grad = 1 while training and restores both
- * afterwards; parameter gradients are switched off again at the end. Fails (naming the
+ * afterwards; parameter gradients are switched off again at the end, and m->rng (Dropout
+ * masks) is reseeded from o->seed. Fails (naming the
  * problem) on unlabelled data, labels out of range, shape mismatch, or a non-finite loss. */
 fl_status fl_train(fl_model *m, const fl_dataset *train, const fl_dataset *test,
                    const fl_train_opts *o, fl_err *e);

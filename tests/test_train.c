@@ -417,6 +417,42 @@ static void test_train_deterministic(void **state) {
     fl_dataset_free(d);
 }
 
+/* convnet trains in training mode: BatchNorm on batch statistics (its running statistics
+ * move), Dropout on (masks from the seed: two runs still agree bit for bit). */
+static void test_train_convnet(void **state) {
+    fl_err e = {0};
+    fl_dataset *d = quadrants(96, 8, 6);
+    float *first = NULL;
+    for (int run = 0; run < 2; run++) {
+        fl_model *m = NULL;
+        assert_int_equal(fl_zoo_build("convnet", 1, 8, 8, 4, 2, &m, &e), FL_OK);
+        fl_train_opts o;
+        fl_train_opts_default(&o);
+        o.epochs = 3;
+        o.batch = 16;
+        rec r = {0};
+        o.on_epoch = on_epoch;
+        o.user = &r;
+        if (fl_train(m, d, NULL, &o, &e) != FL_OK) fail_msg("train: %s", e.msg);
+        assert_true(r.loss[2] < r.loss[0]);
+        assert_int_equal(m->training, 0);
+        const fl_tensor *rm = fl_model_tensor(m, "bn1.running_mean");
+        double moved = 0;
+        for (int64_t i = 0; i < rm->size; i++) moved += fabs(rm->data[i]);
+        assert_true(moved > 1e-3);
+        const fl_tensor *w = fl_model_tensor(m, "fc1.weight");
+        if (!first) {
+            first = malloc(sizeof(float) * (size_t)w->size);
+            memcpy(first, w->data, sizeof(float) * (size_t)w->size);
+        } else {
+            assert_memory_equal(first, w->data, sizeof(float) * (size_t)w->size);
+        }
+        fl_model_free(m);
+    }
+    free(first);
+    fl_dataset_free(d);
+}
+
 static void test_train_errors(void **state) {
     fl_err e = {0};
     fl_dataset *d = quadrants(20, 16, 4);
@@ -569,7 +605,8 @@ int main(void) {
         cmocka_unit_test(test_adam_quadratic),      cmocka_unit_test(test_zoo_models),
         cmocka_unit_test(test_zoo_names_and_init),  cmocka_unit_test(test_zoo_errors),
         cmocka_unit_test(test_train_separable),     cmocka_unit_test(test_train_deterministic),
-        cmocka_unit_test(test_train_errors),        cmocka_unit_test(test_lenet1_gradcheck),
+        cmocka_unit_test(test_train_convnet),       cmocka_unit_test(test_train_errors),
+        cmocka_unit_test(test_lenet1_gradcheck),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

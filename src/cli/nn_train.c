@@ -139,14 +139,17 @@ int cmd_nn_train(const cli_opts *o) {
     to.epochs = (int)o->epochs;
     to.batch = (int)o->batch;
     to.seed = seed;
+    fl_optim_kind recipe_optim = to.optim;
     if (fl_optim_parse(o->optim, &to.optim, &e) != FL_OK) return cli_fail(&e);
-    if (o->set[F_lr]) {
-        to.lr = (float)o->lr;
-    } else {
+    if (to.optim != recipe_optim) { /* off the recipe: the optimiser's own defaults */
         fl_optim_opts oo;
         fl_optim_opts_default(&oo, to.optim);
         to.lr = oo.lr;
+        to.lr_decay = 1.0f;
     }
+    if (o->set[F_lr]) to.lr = (float)o->lr;
+    if (o->set[F_lr_decay]) to.lr_decay = (float)o->lr_decay;
+    to.momentum = (float)o->momentum;
     if (o->given[F_scale]) {
         if (fl_scale_parse(o->scale, &sc, &e) != FL_OK) return cli_usage(o->cmd, "--scale: %s", e.msg);
         scp = &sc;

@@ -598,6 +598,26 @@ static void test_fold(void **state) {
     assert_non_null(strstr(e.msg, "cannot fold shape computation"));
     assert_non_null(strstr(e.msg, "built.onnx"));
 
+    /* a constant-only sub-graph is left alone: no trial run, so free non-batch dims are fine */
+    builder b;
+    const int64_t free2[2] = {0, 0}, one[1] = {1};
+    b_init(&b, 13);
+    b_input(&b, "x", 2, free2);
+    b_init_tensor(&b, "c", FL_ONNX_FLOAT, 1, one, (const float[]){3});
+    b_init_tensor(&b, "axes", FL_ONNX_INT64, 1, one, (const float[]){0});
+    b_node(&b, "Unsqueeze", "unsq", "c,axes", "c2");
+    b_node(&b, "Mul", "mul", "x,c2", "y");
+    b_output(&b, "y");
+    if (b_load(&b, &m, &e) != FL_OK) fail_msg("%s", e.msg);
+    assert_int_equal(m->n_nodes, 2);
+    int64_t s35[2] = {3, 5};
+    x = tu_tensor(2, s35, NULL, 0, 0);
+    x.data[14] = 2;
+    forward_ok(m, &x);
+    assert_float_equal(fl_model_output(m, 0)->data[14], 6, 0);
+    fl_tensor_free(&x);
+    fl_model_free(m);
+
     /* with a fixed batch it is a plain constant */
     if (shape_chain(0, 2, &m, &e) != FL_OK) fail_msg("%s", e.msg);
     v = fl_model_find(m, "shp");

@@ -16,8 +16,10 @@
  *
  * "Static" values are constants and outputs of static nodes; a node is static when it is a
  * Shape (its output depends only on its input's shape) or all its inputs are static. The
- * frontier is the static values read by non-static nodes: those become constants, in place
- * (same index, same name), and the static nodes nothing needs any more are deleted.
+ * frontier is the static values computed from some Shape and read by non-static nodes: those
+ * become constants, in place (same index, same name), and the static nodes nothing needs any
+ * more are deleted. Purely constant sub-graphs are left alone: they cost nothing at run time,
+ * and folding them would need a run the model cannot always have (free non-batch dims).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +36,7 @@ typedef struct folder {
     fl_err *e;
     uint8_t *node_static; /* per node */
     uint8_t *val_static;  /* per value */
+    uint8_t *val_shape;   /* per value: static and computed from some Shape */
     uint8_t *frontier;    /* per value */
     uint8_t *live;        /* per node: still needed after folding */
     uint8_t *need;        /* per value: read by a live node or a graph output */
@@ -58,24 +61,28 @@ static void mark_static(folder *F) {
     }
     for (int i = 0; i < m->n_nodes; i++) {
         const fl_node *n = &m->nodes[i];
-        int s = 1, dt = FL_ONNX_FLOAT, first = 1;
+        int s = 1, from_shape = 0, dt = FL_ONNX_FLOAT, first = 1;
         for (int k = 0; k < n->n_in && s; k++) {
             if (n->in[k] < 0) continue;
             s = F->val_static[n->in[k]];
+            from_shape |= F->val_shape[n->in[k]];
             if (first) dt = F->dtype[n->in[k]], first = 0;
         }
-        if (op_is(n, "Shape")) s = 1, dt = FL_ONNX_INT64;
+        if (op_is(n, "Shape")) s = 1, from_shape = 1, dt = FL_ONNX_INT64;
         if (op_is(n, "Cast")) dt = (int)fl_node_attr_int(n, "to", FL_ONNX_FLOAT);
         F->node_static[i] = (uint8_t)s;
         for (int k = 0; s && k < n->n_out; k++) {
             F->val_static[n->out[k]] = 1;
+            F->val_shape[n->out[k]] = (uint8_t)from_shape;
             F->dtype[n->out[k]] = dt;
         }
     }
 }
 
-/* Frontier: single outputs of static nodes read by a non-static node. A static value that
- * is also a graph output stays computed (it is then needed at run time anyway). */
+/* Frontier: single outputs of static nodes, computed from a Shape, read by a non-static node.
+ * A static value that is also a graph output stays computed (it is then needed at run time
+ * anyway), and so do purely constant sub-graphs: folding them would need a run of the model,
+ * which a model with free non-batch dimensions cannot have, for no gain worth a failure. */
 static int find_frontier(folder *F) {
     fl_model *m = F->m;
     int count = 0;
@@ -84,7 +91,7 @@ static int find_frontier(folder *F) {
         if (F->node_static[i]) continue;
         for (int k = 0; k < n->n_in; k++) {
             int v = n->in[k];
-            if (v < 0 || !F->val_static[v] || m->values[v].kind != FL_VAL_ACT) continue;
+            if (v < 0 || !F->val_shape[v] || m->values[v].kind != FL_VAL_ACT) continue;
             int p = m->values[v].producer;
             if (p < 0 || m->nodes[p].n_out != 1 || is_graph_output(m, v) || F->frontier[v]) continue;
             F->frontier[v] = 1;
@@ -264,6 +271,7 @@ fl_status fl_onnx_fold_shapes(fl_model *m, const char *file, fl_err *e) {
     F.node_static = calloc(nn, 1);
     F.live = calloc(nn, 1);
     F.val_static = calloc(nv, 1);
+    F.val_shape = calloc(nv, 1);
     F.frontier = calloc(nv, 1);
     F.need = calloc(nv, 1);
     F.dtype = calloc(nv, sizeof(int));
@@ -271,8 +279,8 @@ fl_status fl_onnx_fold_shapes(fl_model *m, const char *file, fl_err *e) {
     F.dim0[1] = calloc(nn, sizeof(int64_t));
     F.first = calloc(nv, sizeof(fl_tensor));
     fl_status st = FL_OK;
-    if (!F.node_static || !F.live || !F.val_static || !F.frontier || !F.need || !F.dtype || !F.dim0[0] ||
-        !F.dim0[1] || !F.first)
+    if (!F.node_static || !F.live || !F.val_static || !F.val_shape || !F.frontier || !F.need ||
+        !F.dtype || !F.dim0[0] || !F.dim0[1] || !F.first)
         st = fl_fail(e, FL_ERR_NOMEM, "%s: out of memory folding shapes", file);
     if (st == FL_OK) mark_static(&F);
     if (st == FL_OK && find_frontier(&F) > 0) {
@@ -295,7 +303,8 @@ fl_status fl_onnx_fold_shapes(fl_model *m, const char *file, fl_err *e) {
         if (st == FL_OK) st = prune(&F);
     }
     for (size_t v = 0; F.first && v < nv; v++) fl_tensor_free(&F.first[v]);
-    free(F.node_static), free(F.live), free(F.val_static), free(F.frontier), free(F.need), free(F.dtype);
+    free(F.node_static), free(F.live), free(F.val_static), free(F.val_shape), free(F.frontier);
+    free(F.need), free(F.dtype);
     free(F.dim0[0]), free(F.dim0[1]), free(F.first);
     return st;
 }

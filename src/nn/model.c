@@ -246,7 +246,7 @@ fl_status fl_model_finish(fl_model *m, fl_err *e) {
         goto out;
     }
     for (int i = 0; i < nn; i++) sorted[i] = m->nodes[order[i]];
-    memcpy(m->nodes, sorted, sizeof(fl_node) * (size_t)nn);
+    if (nn) memcpy(m->nodes, sorted, sizeof(fl_node) * (size_t)nn);
     for (int i = 0; i < nn; i++)
         for (int j = 0; j < m->nodes[i].n_out; j++) m->values[m->nodes[i].out[j]].producer = i;
     for (int i = 0; i < m->n_outputs; i++) {

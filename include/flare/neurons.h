@@ -1,0 +1,56 @@
+/* neurons.h — what a "neuron" is, for coverage criteria, surprise adequacy and LRP.
+ *
+ * A neuron is a unit of a dense layer ([N,F] tensor: F neurons) or a channel of a
+ * convolutional layer ([N,C,H,W]: C neurons, whose value for an input is the mean of the
+ * channel over its spatial positions). A layer set picks which tensors of a model count as
+ * layers; its neurons are numbered consecutively, layer after layer, so that one input has a
+ * flat neuron vector of `total` floats ("activation trace" in the surprise-adequacy papers).
+ *
+ *     fl_layerset *ls;
+ *     fl_layerset_make(m, "all", &ls, &e);          // or "conv+dense", or "name1,name2"
+ *     float *v = malloc(sizeof(float) * batch * ls->total);
+ *     fl_model_forward(m, &x, &e);
+ *     fl_layerset_neurons(ls, m, v);                // v[b * total + ls->offset[l] + j]
+ *
+ * Layer-set kinds (an option because the reference tools differ):
+ *   all          every node output except the input and pure re-shapers (Flatten, Reshape,
+ *                Squeeze, Unsqueeze, Identity, Dropout, Shape ops): DeepXplore / DeepHunter.
+ *   conv+dense   outputs of Conv, ConvTranspose, Gemm and MatMul, i.e. pre-activation values:
+ *                NeuraL-Coverage.
+ *   NAME,NAME…   an explicit list of tensor names (see `flare nn info`).
+ */
+#ifndef FLARE_NEURONS_H
+#define FLARE_NEURONS_H
+
+#include "flare/data.h"
+#include "flare/model.h"
+
+typedef struct fl_layerset {
+    int n;            /* number of layers */
+    int *value;       /* [n] model value index of each layer's tensor */
+    char **name;      /* [n] tensor names */
+    int64_t *width;   /* [n] neurons in each layer */
+    int64_t *offset;  /* [n] index of the layer's first neuron in the flat vector */
+    int64_t total;    /* all neurons */
+} fl_layerset;
+
+/* Resolve spec against m. Plans m (batch 1) if it has not run yet. Fails naming an unknown
+ * tensor (FL_ERR_NOTFOUND), a layer whose rank is not 2 or 4 (FL_ERR_UNSUPPORTED), or an
+ * empty set. */
+fl_status fl_layerset_make(fl_model *m, const char *spec, fl_layerset **out, fl_err *e);
+void fl_layerset_free(fl_layerset *ls);
+
+/* After a forward pass of a batch of N: out[N, total] = neuron values (channel means). */
+void fl_layerset_neurons(const fl_layerset *ls, const fl_model *m, float *out);
+
+/* Run m over d in batches (eval mode) and hand each batch to cb: its neuron values
+ * [n, total] (NULL when ls is NULL), logits [n, n_logits] and the index of its first sample.
+ * cb may read any tensor of m (the forward pass of that batch has just run). A status other
+ * than FL_OK from cb stops the stream and is returned. batch <= 0 means 256. */
+typedef fl_status (*fl_neuron_cb)(void *user, fl_model *m, const float *neurons,
+                                  const float *logits, int n_logits, int64_t start, int n,
+                                  fl_err *e);
+fl_status fl_layerset_stream(fl_model *m, const fl_layerset *ls, const fl_dataset *d, int batch,
+                             fl_neuron_cb cb, void *user, fl_err *e);
+
+#endif

@@ -115,8 +115,49 @@ static fl_status maxpool_init(fl_model *m, fl_node *n, fl_err *e) {
     return st;
 }
 
+/* The common 2x2 / stride 2 / unpadded window (LeNet, VGG): each output reads two input
+ * rows, and the loop over ox has no window arithmetic left, so it vectorises. Ties go to the
+ * first element in row-major order, as in the general loop. */
+static int is_2x2_s2(const pool_state *s) {
+    const fl_window *w = &s->win;
+    return w->kernel[0] == 2 && w->kernel[1] == 2 && w->stride[0] == 2 && w->stride[1] == 2 &&
+           w->dil[0] == 1 && w->dil[1] == 1 && s->pt == 0 && s->pl == 0 &&
+           2 * s->oh <= s->h && 2 * s->ow <= s->w;
+}
+
+static void maxpool_2x2_s2(const pool_state *s, const float *x, float *y) {
+    size_t plane = (size_t)s->h * s->w, oplane = (size_t)s->oh * s->ow;
+    const int W = s->w, ow = s->ow;
+    for (int64_t p = 0; p < s->planes; p++) {
+        const float *xp = x + p * plane;
+        float *yp = y + p * oplane;
+        int32_t *ap = s->argmax + p * oplane;
+        for (int oy = 0; oy < s->oh; oy++) {
+            const float *r0 = xp + (size_t)(2 * oy) * W, *r1 = r0 + W;
+            int base = 2 * oy * W;
+            for (int ox = 0; ox < ow; ox++) {
+                float a = r0[2 * ox], b = r0[2 * ox + 1], c = r1[2 * ox], d = r1[2 * ox + 1];
+                float best = a;
+                int arg = base + 2 * ox;
+                arg = b > best ? base + 2 * ox + 1 : arg;
+                best = b > best ? b : best;
+                arg = c > best ? base + W + 2 * ox : arg;
+                best = c > best ? c : best;
+                arg = d > best ? base + W + 2 * ox + 1 : arg;
+                best = d > best ? d : best;
+                yp[oy * ow + ox] = best;
+                ap[oy * ow + ox] = arg;
+            }
+        }
+    }
+}
+
 static void maxpool_forward(fl_model *m, fl_node *n) {
     pool_state *s = n->state;
+    if (is_2x2_s2(s) && n->n_out < 2) {
+        maxpool_2x2_s2(s, fl_in(m, n, 0)->data, fl_out(m, n, 0)->data);
+        return;
+    }
     const fl_window *w = &s->win;
     const int kh = (int)w->kernel[0], kw = (int)w->kernel[1], sh = (int)w->stride[0],
               sw = (int)w->stride[1], dh = (int)w->dil[0], dw = (int)w->dil[1];

@@ -58,6 +58,8 @@ typedef struct cli_opts {
 #include "cli/flags.def"
     uint8_t set[F_COUNT_];
     uint8_t given[F_COUNT_]; /* on the command line, not from the default */
+    int n_trailing;          /* words after `--` (commands with a TRAILING entry) */
+    char **trailing;         /* points into argv; trailing[n_trailing] == NULL */
     cli_cmd_id cmd;
 } cli_opts;
 
@@ -70,7 +72,9 @@ typedef struct cli_command {
 
 extern const cli_command cli_commands[CMD_COUNT_];
 
-/* Parse argv (the flags after `flare GROUP VERB`) for command `cmd` into o. Returns CLI_OK,
+/* Parse argv (the flags after `flare GROUP VERB`, argv[argc] == NULL as main's) for command
+ * `cmd` into o: flags, the command's POSITIONAL bare argument, and `-- CMD ARGS...` for
+ * commands with a TRAILING entry. Returns CLI_OK,
  * or CLI_USAGE after printing a message naming the flag and the command. A -h/--help among
  * the flags prints the command's help and returns -1. */
 int cli_parse(cli_cmd_id cmd, int argc, char **argv, cli_opts *o);

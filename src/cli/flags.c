@@ -57,6 +57,25 @@ const cli_command cli_commands[CMD_COUNT_] = {
 #include "cli/flags.def"
 };
 
+/* Bare-argument and `-- CMD ARGS...` declarations; a sentinel keeps the arrays non-empty. */
+static const struct {
+    unsigned cmds;
+    int flag;
+} positionals[] = {
+#define POSITIONAL(cmds_, FIELD) {(cmds_), F_##FIELD},
+#include "cli/flags.def"
+    {0, -1},
+};
+
+static const struct {
+    unsigned cmds;
+    const char *metavar, *help;
+} trailings[] = {
+#define TRAILING(cmds_, metavar_, help_) {(cmds_), (metavar_), (help_)},
+#include "cli/flags.def"
+    {0, NULL, NULL},
+};
+
 static const struct {
     const char *name, *summary;
 } groups[] = {
@@ -107,6 +126,20 @@ int cli_find_command(const char *group, const char *verb) {
 }
 
 static int takes(const cli_flag *f, cli_cmd_id cmd) { return (f->cmds >> cmd) & 1u; }
+
+/* The flag a bare argument of cmd fills, or -1. */
+static int positional_flag(cli_cmd_id cmd) {
+    for (int i = 0; positionals[i].flag >= 0; i++)
+        if ((positionals[i].cmds >> cmd) & 1u) return positionals[i].flag;
+    return -1;
+}
+
+/* The TRAILING entry of cmd, or -1. */
+static int trailing_of(cli_cmd_id cmd) {
+    for (int i = 0; trailings[i].metavar; i++)
+        if ((trailings[i].cmds >> cmd) & 1u) return i;
+    return -1;
+}
 
 /* The flag of command cmd called `name` (long, len chars) or `shrt` (short form), or -1. */
 static int find_flag(cli_cmd_id cmd, const char *name, size_t len, char shrt) {
@@ -231,6 +264,14 @@ int cli_parse(cli_cmd_id cmd, int argc, char **argv, cli_opts *o) {
             cli_help_command(stdout, cmd);
             return -1;
         }
+        if (!strcmp(arg, "--")) {
+            /* Everything after a lone `--` is the program to run, its flags included. */
+            if (trailing_of(cmd) < 0)
+                return cli_usage(cmd, "unexpected '--' (this command runs no other program)");
+            o->trailing = argv + a + 1;
+            o->n_trailing = argc - a - 1;
+            break;
+        }
         if (arg[0] == '-' && arg[1] == '-' && arg[2]) {
             const char *name = arg + 2, *eq = strchr(name, '=');
             size_t len = eq ? (size_t)(eq - name) : strlen(name);
@@ -249,6 +290,11 @@ int cli_parse(cli_cmd_id cmd, int argc, char **argv, cli_opts *o) {
             i = find_flag(cmd, NULL, 0, arg[1]);
             if (i < 0) return cli_usage(cmd, "unknown flag %s", shown);
             if (arg[2]) val = arg[2] == '=' ? arg + 3 : arg + 2;
+        } else if ((i = positional_flag(cmd)) >= 0 && !o->given[i]) {
+            val = arg; /* the bare argument: the value of its flag */
+        } else if (i >= 0) {
+            return cli_usage(cmd, "unexpected argument '%s' (--%s is already given)", arg,
+                             flags[i].name);
         } else {
             return cli_usage(cmd, "unexpected argument '%s' (every value follows a flag)", arg);
         }
@@ -276,6 +322,10 @@ int cli_parse(cli_cmd_id cmd, int argc, char **argv, cli_opts *o) {
         assert(rc == 0 && "flags.def: a default does not parse"); /* internal invariant */
         (void)rc;
     }
+    int t = trailing_of(cmd);
+    if (t >= 0 && o->n_trailing == 0)
+        return cli_usage(cmd, "missing the program to run: end the command line with -- %s",
+                         trailings[t].metavar);
     cli_quiet = o->quiet;
     return CLI_OK;
 }
@@ -330,13 +380,35 @@ static void synopsis(FILE *f, cli_cmd_id cmd, int indent) {
             if (!takes(fl, cmd) || (fl->dflt == cli_required) != (pass == 0)) continue;
             char item[160];
             const char *mv = fl->metavar;
-            int len = snprintf(item, sizeof item, "%s--%s%s%s%s", pass ? "[" : "", fl->name,
+            int len;
+            if (i == positional_flag(cmd)) /* "[--case] FILE": the flag name is optional */
+                len = snprintf(item, sizeof item, "%s[--%s] %s%s", pass ? "[" : "", fl->name,
+                               mv, pass ? "]" : "");
+            else
+                len = snprintf(item, sizeof item, "%s--%s%s%s%s", pass ? "[" : "", fl->name,
                                mv ? " " : "", mv ? mv : "",
                                fl->type == FT_LIST ? "]..." : pass ? "]" : "");
             if (col + 1 + len > 80) col = fprintf(f, "\n%*s", indent + 6, "") - 1;
             col += fprintf(f, " %s", item);
         }
+    int t = trailing_of(cmd);
+    if (t >= 0) {
+        if (col + 4 + (int)strlen(trailings[t].metavar) > 80) fprintf(f, "\n%*s", indent + 6, "");
+        fprintf(f, " -- %s", trailings[t].metavar);
+    }
     fputc('\n', f);
+}
+
+/* "  SPEC          TEXT...": the text in a column from 30, wrapped. */
+static void help_row(FILE *f, const char *spec, const char *text) {
+    int col = fprintf(f, "  %s", spec);
+    if (col > 28) {
+        fprintf(f, "\n%30s", "");
+        col = 30;
+    } else {
+        col += fprintf(f, "%*s", 30 - col, "");
+    }
+    wrap(f, text, col, 30);
 }
 
 void cli_help_command(FILE *f, cli_cmd_id cmd) {
@@ -355,14 +427,13 @@ void cli_help_command(FILE *f, cli_cmd_id cmd) {
             snprintf(text, sizeof text, "%s (default:%c%s)", fl->help, NBSP, fl->dflt);
         else
             snprintf(text, sizeof text, "%s", fl->help);
-        int col = fprintf(f, "  %s", spec);
-        if (col > 28) {
-            fprintf(f, "\n%30s", "");
-            col = 30;
-        } else {
-            col += fprintf(f, "%*s", 30 - col, "");
-        }
-        wrap(f, text, col, 30);
+        help_row(f, spec, text);
+    }
+    int t = trailing_of(cmd);
+    if (t >= 0) {
+        char spec[160];
+        snprintf(spec, sizeof spec, "-- %s", trailings[t].metavar);
+        help_row(f, spec, trailings[t].help);
     }
     fprintf(f, "  -h, --help                  this text\n\n"
                "Flags take their value as --name VALUE or --name=VALUE (-x VALUE for short "

@@ -340,11 +340,57 @@ static fl_status conv_shape(fl_model *m, fl_node *n, fl_err *e) {
     return fl_lowered_plan(&s->L, n, (int)x->shape[0], (int)c, (int)mo, s->group, &geo, e);
 }
 
+/* Few input taps per output (the first layer of an image network: C*kh*kw = 25 for LeNet's
+ * 5x5 on grey images): im2col would write kh*kw copies of every pixel only to feed a GEMM
+ * with a tiny inner dimension, and the copies cost more than the arithmetic. Sliding the
+ * kernel over the input rows does the same MACs without them; the loop over ox vectorises. */
+enum { SMALL_DIRECT_MAX = 4096 }; /* floats of the stack accumulator: oh * w */
+
+static int conv_is_small_direct(const conv_state *s) {
+    const fl_conv2d_geom *g = &s->L.g;
+    return s->group == 1 && g->c * g->kh * g->kw <= 32 && g->oh * g->w <= SMALL_DIRECT_MAX && g->sh == 1 && g->sw == 1 &&
+           g->dh == 1 && g->dw == 1 && g->pt == 0 && g->pl == 0 && g->pb == 0 && g->pr == 0;
+}
+
+/* Y[N,M,oh,ow] = W[M,C,kh,kw] (*) X[N,C,h,w], stride 1, no padding. Each tap (c,ki,kj) is
+ * one long multiply-add over full input-width rows, acc[p] += w * x[p + ki*w + kj] for
+ * p < oh*w, so the vector loop runs hundreds of iterations instead of ow; the last kw-1
+ * columns of every row are junk and dropped when acc is copied out. */
+__attribute__((target_clones("avx2", "default")))
+static void conv_small_direct(const fl_conv2d_geom *g, int N, int M, const float *W,
+                              const float *X, float *Y) {
+    const int C = g->c, oh = g->oh, ow = g->ow, kh = g->kh, kw = g->kw, w = g->w;
+    const int span = (oh - 1) * w + ow; /* last valid output lies at (oh-1)*w + ow-1 */
+    float acc[SMALL_DIRECT_MAX];
+    for (int i = 0; i < N; i++)
+        for (int mo = 0; mo < M; mo++) {
+            for (int p = 0; p < span; p++) acc[p] = 0;
+            for (int c = 0; c < C; c++) {
+                const float *xc = X + ((size_t)i * C + c) * g->h * w;
+                const float *wc = W + ((size_t)mo * C + c) * kh * kw;
+                for (int ki = 0; ki < kh; ki++)
+                    for (int kj = 0; kj < kw; kj++) {
+                        const float wv = wc[ki * kw + kj];
+                        const float *restrict xs = xc + ki * w + kj;
+                        for (int p = 0; p < span; p++) acc[p] += wv * xs[p];
+                    }
+            }
+            float *y = Y + ((size_t)i * M + mo) * oh * ow;
+            for (int oy = 0; oy < oh; oy++) memcpy(y + oy * ow, acc + oy * w, sizeof(float) * ow);
+        }
+}
+
 static void conv_forward(fl_model *m, fl_node *n) {
     conv_state *s = n->state;
     const fl_tensor *b = fl_in(m, n, 2);
     fl_tensor *y = fl_out(m, n, 0);
-    fl_lowered_forward(&s->L, fl_in(m, n, 1)->data, fl_in(m, n, 0)->data, y->data, 0);
+    if (conv_is_small_direct(s)) {
+        conv_small_direct(&s->L.g, s->L.n, s->L.zc, fl_in(m, n, 1)->data, fl_in(m, n, 0)->data,
+                          y->data);
+        s->L.cached = -1; /* no columns were made: backward builds its own */
+    } else {
+        fl_lowered_forward(&s->L, fl_in(m, n, 1)->data, fl_in(m, n, 0)->data, y->data, 0);
+    }
     if (b) fl_bias_add(y->data, b->data, y->shape[0], y->shape[1], y->shape[2] * y->shape[3]);
 }
 

@@ -39,25 +39,20 @@ static size_t utf8_seq(const unsigned char *s, size_t n) {
 char *fl_utf8_dup(const char *s, size_t n) {
     const unsigned char *u = (const unsigned char *)s;
     size_t out = 0;
+    /* two passes with the same rule: a NUL byte is a replacement too (it would end the string) */
     for (size_t i = 0; i < n;) {
-        size_t k = u[i] ? utf8_seq(u + i, n - i) : 1;
+        size_t k = u[i] ? utf8_seq(u + i, n - i) : 0;
         out += k ? k : 3;
         i += k ? k : 1;
     }
     char *d = malloc(out + 1), *p = d;
     if (!d) return NULL;
     for (size_t i = 0; i < n;) {
-        size_t k = u[i] ? utf8_seq(u + i, n - i) : 1;
-        if (k == 1 && !u[i]) k = 0; /* NUL inside a C string is a replacement too */
-        if (k) {
-            memcpy(p, s + i, k);
-            p += k;
-            i += k;
-        } else {
-            memcpy(p, "\xEF\xBF\xBD", 3);
-            p += 3;
-            i += 1;
-        }
+        size_t k = u[i] ? utf8_seq(u + i, n - i) : 0;
+        if (k) memcpy(p, s + i, k);
+        else memcpy(p, "\xEF\xBF\xBD", 3);
+        p += k ? k : 3;
+        i += k ? k : 1;
     }
     *p = 0;
     return d;

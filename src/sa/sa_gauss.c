@@ -1,0 +1,250 @@
+/* LSA and MDSA: per-class Gaussian pieces (mean, covariance, Cholesky factor, its inverse)
+ * and the two scores.
+ *
+ * LSA reproduces scipy.stats.gaussian_kde (scipy 1.10, _kde.py) on each class's training
+ * traces x_1..x_n (d neurons):
+ *     Sigma  = cov(x, ddof=1);  f = n^(-1/(d+4))  (Scott's factor);  K = f^2 Sigma = L L^T
+ *     logpdf(q) = logsumexp_i(-|L^-1 (q - x_i)|^2 / 2) - (d/2) log(2 pi) - log det L - log n
+ * and LSA = -logpdf. With W = L^-1 computed once, every training trace is whitened once
+ * (z_i = W (x_i - mu), float) and each kernel is a squared distance |z_q - z_i|^2, which the
+ * GEMM identity |a|^2 + |b|^2 - 2ab gives for a whole block of inputs x training traces at a
+ * time. The log-sum-exp runs online over training blocks (a running minimum distance and a
+ * sum of exp(-(d2 - min)/2), rescaled when the minimum drops), so no n_test x n_train matrix
+ * exists. The dominant term (the nearest whitened trace) is recomputed in double at the end:
+ * the float distances only decide which term that is and weigh the rest.
+ *
+ * MDSA = sqrt((q - mu)^T S^-1 (q - mu)) = |W (q - mu)| with S = cov(x, ddof=0) + ridge I
+ * (dnn-tip's EmpiricalCovariance is the maximum-likelihood, ddof-0 estimate), per class.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sa/sa_int.h"
+
+#define LOG_2PI 1.8378770664093454836
+
+/* Lower Cholesky factor of the symmetric a[d,d] (lower triangle used) into l; returns -1 on
+ * success, else the index of the first failing pivot. LAPACK's dpotrf (which
+ * scipy.linalg.cholesky calls) fails only on a pivot <= 0; a pivot below 1e-12 of the
+ * neuron's variance fails here too: the neuron is then, to float32 precision, a linear
+ * combination of the ones before it (an exact dependence leaves only rounding noise, around
+ * 1e-14), and the density that scipy would go on to compute is meaningless. */
+static int64_t cholesky(const double *a, double *l, int64_t d) {
+    memset(l, 0, sizeof(double) * (size_t)(d * d));
+    for (int64_t j = 0; j < d; j++) {
+        double s = a[j * d + j];
+        for (int64_t k = 0; k < j; k++) s -= l[j * d + k] * l[j * d + k];
+        if (!(s > 1e-12 * a[j * d + j]) || !isfinite(s)) return j;
+        double ljj = sqrt(s);
+        l[j * d + j] = ljj;
+        for (int64_t i = j + 1; i < d; i++) {
+            double t = a[i * d + j];
+            const double *li = l + i * d, *lj = l + j * d;
+            for (int64_t k = 0; k < j; k++) t -= li[k] * lj[k];
+            l[i * d + j] = t / ljj;
+        }
+    }
+    return -1;
+}
+
+/* w = l^-1 for lower-triangular l (w lower-triangular too). */
+static void tri_inverse(const double *l, double *w, int64_t d) {
+    memset(w, 0, sizeof(double) * (size_t)(d * d));
+    for (int64_t j = 0; j < d; j++) {
+        w[j * d + j] = 1.0 / l[j * d + j];
+        for (int64_t i = j + 1; i < d; i++) {
+            double t = 0;
+            for (int64_t k = j; k < i; k++) t += l[i * d + k] * w[k * d + j];
+            w[i * d + j] = -t / l[i * d + i];
+        }
+    }
+}
+
+/* z = W (x - mu), W lower-triangular [d,d]. */
+static void whiten(const double *W, const double *mu, const float *x, double *r, double *z,
+                   int64_t d) {
+    for (int64_t j = 0; j < d; j++) r[j] = (double)x[j] - mu[j];
+    for (int64_t i = 0; i < d; i++) {
+        const double *w = W + i * d;
+        double t = 0;
+        for (int64_t k = 0; k <= i; k++) t += w[k] * r[k];
+        z[i] = t;
+    }
+}
+
+/* Mean, covariance (ddof), Cholesky and inverse factor of class c; LSA also whitens the
+ * class's training rows into sa->xg. */
+static fl_status build_class(fl_sa *sa, int c, double *cov, double *l, double *r, double *z,
+                             fl_err *e) {
+    int64_t d = sa->d, s = sa->start[c], nc = sa->start[c + 1] - s;
+    int lsa = sa->o.kind == FL_SA_LSA, ddof = lsa ? 1 : 0;
+    const char *what = lsa ? "LSA's kernel density estimate" : "MDSA's Mahalanobis distance";
+    if (nc <= d)
+        return fl_fail(e, FL_ERR_ARG, "class %d has %lld training traces for %lld neurons: its "
+                       "covariance is singular (%s needs more traces than neurons); use fewer "
+                       "neurons or raise the variance threshold (now %g) to drop near-constant "
+                       "ones", c, (long long)nc, (long long)d, what, sa->o.var_threshold);
+    double *mu = sa->mu + (int64_t)c * d;
+    memset(mu, 0, sizeof(double) * (size_t)d);
+    for (int64_t i = s; i < s + nc; i++)
+        for (int64_t j = 0; j < d; j++) mu[j] += sa->raw[i * d + j];
+    for (int64_t j = 0; j < d; j++) mu[j] /= (double)nc;
+    memset(cov, 0, sizeof(double) * (size_t)(d * d));
+    for (int64_t i = s; i < s + nc; i++) {
+        for (int64_t j = 0; j < d; j++) r[j] = sa->raw[i * d + j] - mu[j];
+        for (int64_t j = 0; j < d; j++) {
+            double *cj = cov + j * d, rj = r[j];
+            for (int64_t k = 0; k <= j; k++) cj[k] += rj * r[k];
+        }
+    }
+    /* Scott's factor squared for LSA (the kernel covariance), the ridge for MDSA. */
+    double scale = 1.0 / (double)(nc - ddof);
+    if (lsa) scale *= pow((double)nc, -2.0 / (double)(d + 4));
+    for (int64_t j = 0; j < d; j++)
+        for (int64_t k = 0; k <= j; k++) cov[j * d + k] *= scale;
+    if (!lsa)
+        for (int64_t j = 0; j < d; j++) cov[j * d + j] += sa->o.mdsa_ridge;
+    int64_t bad = cholesky(cov, l, d);
+    if (bad >= 0)
+        return fl_fail(e, FL_ERR_ARG, "class %d: the covariance of its %lld training traces over "
+                       "%lld neurons is singular (Cholesky fails at neuron %lld: it is a linear "
+                       "combination of others); raise the variance threshold (now %g) to drop "
+                       "near-constant neurons%s, or use fewer neurons", c, (long long)nc,
+                       (long long)d, (long long)sa->cols[bad], sa->o.var_threshold,
+                       lsa ? "" : ", or add a ridge (--mdsa-ridge)");
+    double *W = sa->W + (int64_t)c * d * d, logdet = 0;
+    tri_inverse(l, W, d);
+    for (int64_t j = 0; j < d; j++) logdet += log(l[j * d + j]);
+    sa->lognorm[c] = -0.5 * (double)d * LOG_2PI - logdet - log((double)nc);
+    if (lsa)
+        for (int64_t i = s; i < s + nc; i++) {
+            whiten(W, mu, sa->raw + i * d, r, z, d);
+            float *g = sa->xg + i * d;
+            for (int64_t j = 0; j < d; j++) g[j] = (float)z[j];
+            sa->xn[i] = (float)fl__sa_sqnorm(g, d);
+        }
+    return FL_OK;
+}
+
+fl_status fl__sa_gauss_build(fl_sa *sa, fl_err *e) {
+    int64_t d = sa->d, n = sa->n;
+    int C = sa->C, lsa = sa->o.kind == FL_SA_LSA;
+    sa->mu = calloc((size_t)(C * d), sizeof(double));
+    sa->W = calloc((size_t)(C * d * d), sizeof(double));
+    sa->lognorm = calloc((size_t)C, sizeof(double));
+    double *cov = malloc(sizeof(double) * (size_t)(2 * d * d + 2 * d));
+    if (lsa) {
+        sa->xg = fl_alloc(sizeof(float) * (size_t)(n * d));
+        sa->xn = malloc(sizeof(float) * (size_t)n);
+    }
+    if (!sa->mu || !sa->W || !sa->lognorm || !cov || (lsa && (!sa->xg || !sa->xn))) {
+        free(cov);
+        return fl_fail(e, FL_ERR_NOMEM, "out of memory for %d class covariances of %lld neurons",
+                       C, (long long)d);
+    }
+    fl_status st = FL_OK;
+    for (int c = 0; c < C && st == FL_OK; c++)
+        if (sa->start[c + 1] > sa->start[c])
+            st = build_class(sa, c, cov, cov + d * d, cov + 2 * d * d, cov + 2 * d * d + d, e);
+    free(cov);
+    return st;
+}
+
+/* ---- LSA ---------------------------------------------------------------------------------- */
+#define LSA_MB 256  /* inputs per block */
+#define LSA_NB 1024 /* training traces per block */
+/* Terms more than e^-LSA_CUT below the largest are not added: with at most 2^40 terms they
+ * change the sum by less than 1e-20 relative. */
+#define LSA_CUT 75.0f
+
+fl_status fl__sa_lsa_score(fl_sa *sa, const float *q, int64_t m, int c, double *out, fl_err *e) {
+    int64_t d = sa->d, s0 = sa->start[c], s1 = sa->start[c + 1];
+    const double *W = sa->W + (int64_t)c * d * d, *mu = sa->mu + (int64_t)c * d;
+    float *zq = fl_alloc(sizeof(float) * (size_t)(LSA_MB * d));
+    float *buf = fl_alloc(sizeof(float) * LSA_MB * LSA_NB);
+    double *zd = malloc(sizeof(double) * (size_t)(LSA_MB * d + 3 * d));
+    float *qn = malloc(sizeof(float) * LSA_MB), *mn = malloc(sizeof(float) * LSA_MB);
+    double *sum = malloc(sizeof(double) * LSA_MB);
+    int64_t *imin = malloc(sizeof(int64_t) * LSA_MB);
+    fl_status st = FL_OK;
+    if (!zq || !buf || !zd || !qn || !mn || !sum || !imin) {
+        st = fl_fail(e, FL_ERR_NOMEM, "out of memory for LSA blocks");
+        goto out;
+    }
+    double *r = zd + LSA_MB * d, *zt = r + d, *rt = zt + d;
+    for (int64_t q0 = 0; q0 < m; q0 += LSA_MB) {
+        int mb = (int)(m - q0 < LSA_MB ? m - q0 : LSA_MB);
+        for (int i = 0; i < mb; i++) {
+            double *z = zd + (int64_t)i * d;
+            whiten(W, mu, q + (q0 + i) * d, r, z, d);
+            for (int64_t j = 0; j < d; j++) zq[i * d + j] = (float)z[j];
+            qn[i] = (float)fl__sa_sqnorm(zq + i * d, d);
+            mn[i] = INFINITY;
+            sum[i] = 0;
+            imin[i] = -1;
+        }
+        for (int64_t t0 = s0; t0 < s1; t0 += LSA_NB) {
+            int nb = (int)(s1 - t0 < LSA_NB ? s1 - t0 : LSA_NB);
+            /* buf[i, j] = -2 zq_i . z_j */
+            fl_sgemm(0, 1, mb, nb, (int)d, -2.0f, zq, (int)d, sa->xg + t0 * d, (int)d, 0.0f, buf,
+                     nb);
+            const float *xn = sa->xn + t0;
+            for (int i = 0; i < mb; i++) {
+                float *row = buf + (int64_t)i * nb, bmin = INFINITY;
+                int jmin = 0;
+                for (int j = 0; j < nb; j++) {
+                    float v = row[j] + xn[j] + qn[i];
+                    row[j] = v;
+                    if (v < bmin) bmin = v, jmin = j;
+                }
+                if (bmin < mn[i]) {
+                    if (sum[i] > 0) sum[i] *= exp(-0.5 * ((double)mn[i] - bmin));
+                    mn[i] = bmin;
+                    imin[i] = t0 + jmin;
+                }
+                double acc = 0;
+                float lim = mn[i] + 2 * LSA_CUT;
+                for (int j = 0; j < nb; j++)
+                    if (row[j] < lim) acc += expf(-0.5f * (row[j] - mn[i]));
+                sum[i] += acc;
+            }
+        }
+        for (int i = 0; i < mb; i++) {
+            /* Dominant term exactly: the nearest trace whitened again in double. */
+            whiten(W, mu, sa->raw + imin[i] * d, rt, zt, d);
+            const double *z = zd + (int64_t)i * d;
+            double d2 = 0;
+            for (int64_t j = 0; j < d; j++) d2 += (z[j] - zt[j]) * (z[j] - zt[j]);
+            double rest = (sum[i] - 1.0) * exp(0.5 * (d2 - (double)mn[i]));
+            double logsum = -0.5 * d2 + log1p(rest > 0 ? rest : 0);
+            out[q0 + i] = -(logsum + sa->lognorm[c]);
+        }
+    }
+out:
+    fl_free(zq);
+    fl_free(buf);
+    free(zd);
+    free(qn);
+    free(mn);
+    free(sum);
+    free(imin);
+    return st;
+}
+
+/* ---- MDSA --------------------------------------------------------------------------------- */
+fl_status fl__sa_mdsa_score(fl_sa *sa, const float *q, int64_t m, int c, double *out, fl_err *e) {
+    int64_t d = sa->d;
+    double *r = malloc(sizeof(double) * (size_t)(2 * d));
+    if (!r) return fl_fail(e, FL_ERR_NOMEM, "out of memory for MDSA");
+    const double *W = sa->W + (int64_t)c * d * d, *mu = sa->mu + (int64_t)c * d;
+    for (int64_t i = 0; i < m; i++) {
+        whiten(W, mu, q + i * d, r, r + d, d);
+        double s = 0;
+        for (int64_t j = 0; j < d; j++) s += r[d + j] * r[d + j];
+        out[i] = sqrt(s);
+    }
+    free(r);
+    return FL_OK;
+}

@@ -1,0 +1,493 @@
+/* Surprise adequacy and surprise coverage.
+ *
+ * Reference values: tests/fixtures/sa (make_sa.py: scipy.stats.gaussian_kde and sadl's DSA
+ * and get_sc in numpy). LSA must agree within 1e-3 relative, DSA within 1e-5 relative. A
+ * brute-force double-precision DSA in this file checks the blocked GEMM search on sets large
+ * enough to span many blocks, with near-duplicates that defeat plain float arithmetic.
+ * Edge cases: constant neurons, absent classes, d > n, collinear neurons, NaN, empty input. */
+#include "testutil.h"
+
+#include "flare/data.h"
+#include "flare/sa.h"
+#include "flare/train.h"
+
+#define FIX "tests/fixtures/sa/"
+
+typedef struct fixture {
+    fl_npy tr, trp, te, tep;
+    int32_t *train_pred, *test_pred;
+    int64_t n, m, d;
+} fixture;
+
+static int32_t *to_i32(const fl_npy *a) {
+    int32_t *p = malloc(sizeof(int32_t) * (size_t)a->count);
+    assert_non_null(p);
+    for (int64_t i = 0; i < a->count; i++)
+        p[i] = a->dtype == FL_DT_I64 ? (int32_t)((int64_t *)a->data)[i] : ((int32_t *)a->data)[i];
+    return p;
+}
+
+static void load_fixture(fixture *f) {
+    fl_err e = {0};
+    memset(f, 0, sizeof *f);
+    assert_int_equal(fl_npy_read(FIX "train_ats.npy", &f->tr, &e), FL_OK);
+    assert_int_equal(fl_npy_read(FIX "train_pred.npy", &f->trp, &e), FL_OK);
+    assert_int_equal(fl_npy_read(FIX "test_ats.npy", &f->te, &e), FL_OK);
+    assert_int_equal(fl_npy_read(FIX "test_pred.npy", &f->tep, &e), FL_OK);
+    assert_int_equal(f->tr.dtype, FL_DT_F32);
+    assert_int_equal(f->trp.dtype, FL_DT_I64); /* the fixture has both integer widths */
+    assert_int_equal(f->tep.dtype, FL_DT_I32);
+    f->n = f->tr.shape[0];
+    f->d = f->tr.shape[1];
+    f->m = f->te.shape[0];
+    f->train_pred = to_i32(&f->trp);
+    f->test_pred = to_i32(&f->tep);
+}
+
+static void free_fixture(fixture *f) {
+    fl_npy_free(&f->tr);
+    fl_npy_free(&f->trp);
+    fl_npy_free(&f->te);
+    fl_npy_free(&f->tep);
+    free(f->train_pred);
+    free(f->test_pred);
+}
+
+static float *load_ref(const char *name, int64_t n) {
+    fl_npy a;
+    fl_err e = {0};
+    char path[256];
+    snprintf(path, sizeof path, FIX "%s.npy", name);
+    assert_int_equal(fl_npy_read(path, &a, &e), FL_OK);
+    assert_int_equal(a.count, n);
+    float *r = malloc(sizeof(float) * (size_t)n);
+    memcpy(r, a.data, sizeof(float) * (size_t)n);
+    fl_npy_free(&a);
+    return r;
+}
+
+/* Build, score, compare against the reference within rel (relative to max(|ref|, floor)). */
+static double check_against(const fixture *f, const fl_sa_opts *o, const char *ref_name,
+                            double rel, double floor_) {
+    fl_err e = {0};
+    fl_sa *sa;
+    if (fl_sa_new(f->tr.data, f->train_pred, f->n, f->d, o, &sa, &e) != FL_OK)
+        fail_msg("fl_sa_new: %s", e.msg);
+    double *out = malloc(sizeof(double) * (size_t)f->m);
+    assert_int_equal(fl_sa_score(sa, f->te.data, f->test_pred, f->m, out, &e), FL_OK);
+    assert_int_equal(fl_sa_absent(sa), 0);
+    float *ref = load_ref(ref_name, f->m);
+    double worst = 0;
+    for (int64_t i = 0; i < f->m; i++) {
+        double err = fabs(out[i] - ref[i]) / fmax(fabs(ref[i]), floor_);
+        if (err > worst) worst = err;
+        if (err > rel)
+            fail_msg("%s[%lld]: flare %.9g, reference %.9g (rel. error %.3g > %.3g)", ref_name,
+                     (long long)i, out[i], (double)ref[i], err, rel);
+    }
+    /* Scoring one input at a time gives the same numbers (no dependence on the batch). */
+    for (int64_t i = 0; i < f->m; i += 7) {
+        double one;
+        assert_int_equal(fl_sa_score(sa, (const float *)f->te.data + i * f->d, f->test_pred + i,
+                                     1, &one, &e), FL_OK);
+        assert_true(one == out[i]);
+    }
+    free(ref);
+    free(out);
+    fl_sa_free(sa);
+    return worst;
+}
+
+static void test_lsa_matches_scipy(void **state) {
+    fixture f;
+    load_fixture(&f);
+    fl_sa_opts o;
+    fl_sa_opts_init(&o, FL_SA_LSA);
+    double w = check_against(&f, &o, "lsa", 1e-3, 1e-12);
+    print_message("LSA: worst relative error vs scipy.stats.gaussian_kde %.2e\n", w);
+    /* Neurons 3 and 7 have variance < 1e-5 in one class each: dropped everywhere. */
+    fl_err e = {0};
+    fl_sa *sa;
+    assert_int_equal(fl_sa_new(f.tr.data, f.train_pred, f.n, f.d, &o, &sa, &e), FL_OK);
+    assert_int_equal(fl_sa_kept(sa), 6);
+    assert_int_equal(fl_sa_n_classes(sa), 3);
+    assert_int_equal(fl_sa_class_count(sa, 0) + fl_sa_class_count(sa, 1) +
+                     fl_sa_class_count(sa, 2), f.n);
+    fl_sa_free(sa);
+    /* The same neurons chosen explicitly, in a shuffled order: a Gaussian KDE is invariant
+     * under permuting coordinates, so the result is the reference again. */
+    int64_t keep[6] = {6, 0, 5, 2, 4, 1};
+    o.neurons = keep;
+    o.n_neurons = 6;
+    o.var_threshold = 0;
+    check_against(&f, &o, "lsa", 1e-3, 1e-12);
+    free_fixture(&f);
+}
+
+static void test_dsa_matches_sadl(void **state) {
+    fixture f;
+    load_fixture(&f);
+    fl_sa_opts o;
+    fl_sa_opts_init(&o, FL_SA_DSA);
+    double w = check_against(&f, &o, "dsa", 1e-5, 1e-7);
+    o.dsa_precompute = 1;
+    check_against(&f, &o, "dsa", 1e-5, 1e-7);
+    o.dsa_precompute = 0;
+    o.dsa_variant = FL_DSA_NLC;
+    double w2 = check_against(&f, &o, "dsa_nlc", 1e-5, 1e-7);
+    print_message("DSA: worst relative error vs sadl %.2e (kim), %.2e (nlc)\n", w, w2);
+    /* Exact copies of training traces (test inputs 45, 46) have DSA exactly 0. */
+    fl_err e = {0};
+    fl_sa *sa;
+    double out[2];
+    o.dsa_variant = FL_DSA_KIM;
+    assert_int_equal(fl_sa_new(f.tr.data, f.train_pred, f.n, f.d, &o, &sa, &e), FL_OK);
+    assert_int_equal(fl_sa_kept(sa), f.d); /* DSA keeps constant neurons, as sadl does */
+    assert_int_equal(fl_sa_score(sa, (float *)f.te.data + 45 * f.d, f.test_pred + 45, 2, out, &e),
+                     FL_OK);
+    assert_true(out[0] == 0.0 && out[1] == 0.0);
+    fl_sa_free(sa);
+    free_fixture(&f);
+}
+
+static void test_mdsa(void **state) {
+    fixture f;
+    load_fixture(&f);
+    fl_sa_opts o;
+    fl_sa_opts_init(&o, FL_SA_MDSA);
+    double w = check_against(&f, &o, "mdsa", 1e-5, 1e-9);
+    print_message("MDSA: worst relative error vs numpy %.2e\n", w);
+    /* A ridge changes the result (and only makes it smaller). */
+    fl_err e = {0};
+    fl_sa *sa;
+    o.mdsa_ridge = 1.0;
+    assert_int_equal(fl_sa_new(f.tr.data, f.train_pred, f.n, f.d, &o, &sa, &e), FL_OK);
+    double *out = malloc(sizeof(double) * (size_t)f.m);
+    assert_int_equal(fl_sa_score(sa, f.te.data, f.test_pred, f.m, out, &e), FL_OK);
+    float *ref = load_ref("mdsa", f.m);
+    for (int64_t i = 0; i < f.m; i++) assert_true(out[i] < ref[i]);
+    free(ref);
+    free(out);
+    fl_sa_free(sa);
+    free_fixture(&f);
+}
+
+/* ---- surprise coverage ---------------------------------------------------------------------- */
+static double sc_of(const float *v, int64_t n, int k, double lo, double hi, int bounds_from_data) {
+    double *x = malloc(sizeof(double) * (size_t)n);
+    for (int64_t i = 0; i < n; i++) x[i] = v[i];
+    if (bounds_from_data) assert_true(fl_sc_bounds(x, n, &lo, &hi));
+    fl_sc *sc;
+    fl_err e = {0};
+    assert_int_equal(fl_sc_new(k, lo, hi, FL_SC_SADL, &sc, &e), FL_OK);
+    /* Incrementally: the new-bucket counts add up to the coverage. */
+    int64_t added = 0;
+    for (int64_t i = 0; i < n; i++) added += fl_sc_add(sc, x + i, 1);
+    assert_int_equal(added, sc->covered);
+    assert_int_equal(fl_sc_add(sc, x, n), 0); /* the same values again add nothing */
+    double cov = fl_sc_coverage(sc);
+    fl_sc_free(sc);
+    free(x);
+    return cov;
+}
+
+static void test_sc_matches_sadl(void **state) {
+    float *lsa = load_ref("lsa", 50), *dsa = load_ref("dsa", 50), *ref = load_ref("sc", 4);
+    assert_float_equal(sc_of(lsa, 50, 20, 0, 0, 1), ref[0], 1e-6);
+    assert_float_equal(sc_of(dsa, 50, 20, 0, 0, 1), ref[1], 1e-6);
+    assert_float_equal(sc_of(lsa, 50, 10, 0, 2000, 0), ref[2], 1e-6);
+    assert_float_equal(sc_of(dsa, 50, 50, 0.5, 1.0, 0), ref[3], 1e-6);
+    free(lsa);
+    free(dsa);
+    free(ref);
+
+    fl_sc *sc;
+    fl_err e = {0};
+    /* sadl mode: below lower -> bucket 0, at/above upper -> bucket k, NaN ignored. */
+    assert_int_equal(fl_sc_new(4, 0, 3, FL_SC_SADL, &sc, &e), FL_OK);
+    assert_int_equal(fl_sc_bucket(sc, -1), 0);
+    assert_int_equal(fl_sc_bucket(sc, 0), 1);
+    assert_int_equal(fl_sc_bucket(sc, 0.999), 1);
+    assert_int_equal(fl_sc_bucket(sc, 1), 2);
+    assert_int_equal(fl_sc_bucket(sc, 2.5), 3);
+    assert_int_equal(fl_sc_bucket(sc, 3), 4);
+    assert_int_equal(fl_sc_bucket(sc, INFINITY), 4);
+    assert_int_equal(fl_sc_bucket(sc, NAN), -1);
+    double v[3] = {NAN, 0.5, 0.6};
+    assert_int_equal(fl_sc_add(sc, v, 3), 1);
+    assert_float_equal(fl_sc_coverage(sc), 0.25, 1e-12);
+    fl_sc_reset(sc);
+    assert_int_equal(sc->covered, 0);
+    fl_sc_free(sc);
+    /* equal mode: k buckets, upper in the last, outside not counted. */
+    assert_int_equal(fl_sc_new(4, 0, 4, FL_SC_EQUAL, &sc, &e), FL_OK);
+    assert_int_equal(fl_sc_bucket(sc, -0.1), -1);
+    assert_int_equal(fl_sc_bucket(sc, 0), 0);
+    assert_int_equal(fl_sc_bucket(sc, 3.99), 3);
+    assert_int_equal(fl_sc_bucket(sc, 4), 3);
+    assert_int_equal(fl_sc_bucket(sc, 4.01), -1);
+    fl_sc_free(sc);
+    assert_int_equal(fl_sc_new(1, 0, 1, FL_SC_SADL, &sc, &e), FL_ERR_ARG);
+    assert_int_equal(fl_sc_new(10, 1, 1, FL_SC_SADL, &sc, &e), FL_ERR_ARG);
+    assert_int_equal(fl_sc_new(10, 0, NAN, FL_SC_EQUAL, &sc, &e), FL_ERR_ARG);
+    double lo, hi, one = 5, nan_only = NAN;
+    assert_int_equal(fl_sc_bounds(&nan_only, 1, &lo, &hi), 0);
+    assert_int_equal(fl_sc_bounds(&one, 1, &lo, &hi), 1);
+    assert_true(lo == 5 && hi == 6);
+}
+
+/* ---- blocked search vs brute force ---------------------------------------------------------- */
+static double dist2(const float *a, const float *b, int64_t d, const int64_t *cols) {
+    double s = 0;
+    for (int64_t j = 0; j < d; j++) {
+        int64_t c = cols ? cols[j] : j;
+        double u = (double)a[c] - b[c];
+        s += u * u;
+    }
+    return s;
+}
+
+/* sadl's DSA, in double, by brute force. */
+static double brute_dsa(const float *tr, const int32_t *tp, int64_t n, int64_t dim,
+                        const float *x, int c, int nlc, const int64_t *cols, int64_t d) {
+    double best = INFINITY;
+    int64_t a = -1;
+    for (int64_t i = 0; i < n; i++)
+        if (tp[i] == c) {
+            double v = dist2(x, tr + i * dim, d, cols);
+            if (v < best) best = v, a = i;
+        }
+    const float *ref = nlc ? x : tr + a * dim;
+    double b = INFINITY;
+    for (int64_t i = 0; i < n; i++)
+        if (tp[i] != c) {
+            double v = dist2(ref, tr + i * dim, d, cols);
+            if (v < b) b = v;
+        }
+    return sqrt(best) / sqrt(b);
+}
+
+static void test_dsa_blocked_vs_brute_force(void **state) {
+    /* 4 classes, 3000 training traces (classes of ~750: several row blocks), 40 neurons with
+     * a large common offset (norms >> distances), test inputs that are near-copies of training
+     * traces at 1e-4 (float |a|^2+|b|^2-2ab alone cannot resolve those), and a subset. */
+    enum { N = 3000, M = 120, DIM = 40, C = 4 };
+    fl_rng r;
+    fl_rng_seed(&r, 7);
+    float *tr = malloc(sizeof(float) * N * DIM), *te = malloc(sizeof(float) * M * DIM);
+    int32_t *tp = malloc(sizeof(int32_t) * N), *qp = malloc(sizeof(int32_t) * M);
+    for (int i = 0; i < N; i++) {
+        tp[i] = (int32_t)fl_rng_below(&r, C);
+        for (int j = 0; j < DIM; j++)
+            tr[i * DIM + j] = 30.0f + (float)tp[i] * 0.5f + fl_rng_normal(&r);
+    }
+    for (int i = 0; i < M; i++) {
+        int src = (int)fl_rng_below(&r, N);
+        qp[i] = i % 3 == 0 ? (int32_t)fl_rng_below(&r, C) : tp[src];
+        for (int j = 0; j < DIM; j++)
+            te[i * DIM + j] = i % 2 ? tr[src * DIM + j] + 1e-4f * fl_rng_normal(&r)
+                                    : 30.0f + 2.0f * fl_rng_normal(&r);
+    }
+    int64_t sub[12] = {3, 39, 0, 7, 21, 22, 23, 5, 11, 30, 31, 17};
+    double *out = malloc(sizeof(double) * M);
+    for (int variant = 0; variant < 2; variant++)
+        for (int use_sub = 0; use_sub < 2; use_sub++) {
+            fl_sa_opts o;
+            fl_sa_opts_init(&o, FL_SA_DSA);
+            o.dsa_variant = variant ? FL_DSA_NLC : FL_DSA_KIM;
+            if (use_sub) o.neurons = sub, o.n_neurons = 12;
+            fl_sa *sa;
+            fl_err e = {0};
+            assert_int_equal(fl_sa_new(tr, tp, N, DIM, &o, &sa, &e), FL_OK);
+            assert_int_equal(fl_sa_score(sa, te, qp, M, out, &e), FL_OK);
+            for (int i = 0; i < M; i++) {
+                double ref = brute_dsa(tr, tp, N, DIM, te + i * DIM, qp[i], variant,
+                                       use_sub ? sub : NULL, use_sub ? 12 : DIM);
+                if (fabs(out[i] - ref) > 1e-9 * fmax(ref, 1e-12))
+                    fail_msg("variant %d subset %d input %d: %.12g vs brute force %.12g", variant,
+                             use_sub, i, out[i], ref);
+            }
+            fl_sa_free(sa);
+        }
+    free(out);
+    free(tr);
+    free(te);
+    free(tp);
+    free(qp);
+}
+
+/* ---- edge cases ----------------------------------------------------------------------------- */
+static void test_absent_class_is_nan(void **state) {
+    fixture f;
+    load_fixture(&f);
+    /* Drop class 1 from training; keep 3 classes. */
+    float *tr = malloc(sizeof(float) * (size_t)(f.n * f.d));
+    int32_t *tp = malloc(sizeof(int32_t) * (size_t)f.n);
+    int64_t k = 0;
+    for (int64_t i = 0; i < f.n; i++)
+        if (f.train_pred[i] != 1) {
+            memcpy(tr + k * f.d, (float *)f.tr.data + i * f.d, sizeof(float) * (size_t)f.d);
+            tp[k++] = f.train_pred[i];
+        }
+    for (int kind = 0; kind < 3; kind++) {
+        fl_sa_opts o;
+        fl_sa_opts_init(&o, (fl_sa_kind)kind);
+        o.n_classes = 3;
+        fl_sa *sa;
+        fl_err e = {0};
+        if (fl_sa_new(tr, tp, k, f.d, &o, &sa, &e) != FL_OK) fail_msg("%s", e.msg);
+        assert_int_equal(fl_sa_class_count(sa, 1), 0);
+        double *out = malloc(sizeof(double) * (size_t)(f.m + 1));
+        int32_t *qp = malloc(sizeof(int32_t) * (size_t)(f.m + 1));
+        memcpy(qp, f.test_pred, sizeof(int32_t) * (size_t)f.m);
+        qp[0] = 7; /* beyond n_classes: also absent */
+        int64_t expect_absent = 0;
+        for (int64_t i = 0; i < f.m; i++) expect_absent += qp[i] == 1 || qp[i] >= 3;
+        assert_int_equal(fl_sa_score(sa, f.te.data, qp, f.m, out, &e), FL_OK);
+        assert_int_equal(fl_sa_absent(sa), expect_absent);
+        for (int64_t i = 0; i < f.m; i++)
+            assert_true((qp[i] == 1 || qp[i] >= 3) ? isnan(out[i]) : isfinite(out[i]));
+        free(out);
+        free(qp);
+        fl_sa_free(sa);
+    }
+    free(tr);
+    free(tp);
+    free_fixture(&f);
+}
+
+static void expect_fail(const float *tr, const int32_t *tp, int64_t n, int64_t d,
+                        const fl_sa_opts *o, fl_status st, const char *needle) {
+    fl_sa *sa = (fl_sa *)1;
+    fl_err e = {0};
+    assert_int_equal(fl_sa_new(tr, tp, n, d, o, &sa, &e), st);
+    assert_null(sa);
+    if (!strstr(e.msg, needle)) fail_msg("expected \"%s\" in: %s", needle, e.msg);
+}
+
+static void test_errors(void **state) {
+    enum { N = 60, D = 4 };
+    float tr[N * D];
+    int32_t tp[N];
+    fl_rng r;
+    fl_rng_seed(&r, 3);
+    for (int i = 0; i < N; i++) {
+        tp[i] = i % 2;
+        for (int j = 0; j < D; j++) tr[i * D + j] = fl_rng_normal(&r);
+    }
+    fl_sa_opts lsa, dsa, mdsa;
+    fl_sa_opts_init(&lsa, FL_SA_LSA);
+    fl_sa_opts_init(&dsa, FL_SA_DSA);
+    fl_sa_opts_init(&mdsa, FL_SA_MDSA);
+    /* d > n in a class (3 traces of class 2 for 4 neurons): singular, say so. */
+    int32_t tp2[N];
+    memcpy(tp2, tp, sizeof tp);
+    tp2[0] = tp2[2] = tp2[4] = 2;
+    expect_fail(tr, tp2, N, D, &lsa, FL_ERR_ARG, "needs more traces than neurons");
+    expect_fail(tr, tp2, N, D, &mdsa, FL_ERR_ARG, "class 2 has 3 training traces");
+    /* A neuron that is a linear combination of others (not constant): Cholesky fails. */
+    float col[N * D];
+    memcpy(col, tr, sizeof tr);
+    for (int i = 0; i < N; i++) col[i * D + 3] = col[i * D + 0] + col[i * D + 1];
+    expect_fail(col, tp, N, D, &lsa, FL_ERR_ARG, "raise the variance threshold");
+    expect_fail(col, tp, N, D, &mdsa, FL_ERR_ARG, "singular");
+    /* Every neuron constant in some class. */
+    float cst[N * D];
+    memcpy(cst, tr, sizeof tr);
+    for (int i = 0; i < N; i += 2)
+        for (int j = 0; j < D; j++) cst[i * D + j] = 1.0f;
+    expect_fail(cst, tp, N, D, &lsa, FL_ERR_ARG, "variance below the threshold");
+    /* NaN training trace. */
+    float nan_tr[N * D];
+    memcpy(nan_tr, tr, sizeof tr);
+    nan_tr[5 * D + 2] = NAN;
+    expect_fail(nan_tr, tp, N, D, &dsa, FL_ERR_NAN, "training trace 5");
+    /* One class only for DSA, no traces, negative labels, bad subset. */
+    int32_t one[N] = {0};
+    expect_fail(tr, one, N, D, &dsa, FL_ERR_ARG, "at least two classes");
+    expect_fail(tr, tp, 0, D, &dsa, FL_ERR_ARG, "got none");
+    int32_t neg[N];
+    memcpy(neg, tp, sizeof tp);
+    neg[9] = -1;
+    expect_fail(tr, neg, N, D, &lsa, FL_ERR_ARG, "training prediction 9 is negative");
+    int64_t bad = D;
+    fl_sa_opts sub = dsa;
+    sub.neurons = &bad;
+    sub.n_neurons = 1;
+    expect_fail(tr, tp, N, D, &sub, FL_ERR_ARG, "outside");
+    fl_sa_opts nc = lsa;
+    nc.n_classes = 1;
+    expect_fail(tr, tp, N, D, &nc, FL_ERR_ARG, "there are 1 classes");
+
+    /* Scoring: NaN trace, negative prediction, empty input. */
+    fl_sa *sa;
+    fl_err e = {0};
+    assert_int_equal(fl_sa_new(tr, tp, N, D, &lsa, &sa, &e), FL_OK);
+    float x[2 * D];
+    memcpy(x, tr, sizeof x);
+    int32_t xp[2] = {0, 1};
+    double out[2];
+    x[D + 1] = INFINITY;
+    assert_int_equal(fl_sa_score(sa, x, xp, 2, out, &e), FL_ERR_NAN);
+    assert_non_null(strstr(e.msg, "trace 1"));
+    x[D + 1] = 0;
+    xp[1] = -3;
+    assert_int_equal(fl_sa_score(sa, x, xp, 2, out, &e), FL_ERR_ARG);
+    assert_int_equal(fl_sa_score(sa, NULL, NULL, 0, NULL, &e), FL_OK);
+    fl_sa_free(sa);
+    fl_sa_free(NULL);
+    fl_sa_kind k;
+    assert_int_equal(fl_sa_kind_parse("dsa", &k, &e), FL_OK);
+    assert_int_equal(k, FL_SA_DSA);
+    assert_int_equal(fl_sa_kind_parse("xsa", &k, &e), FL_ERR_ARG);
+    assert_string_equal(fl_sa_kind_name(FL_SA_MDSA), "mdsa");
+}
+
+/* ---- traces from a model -------------------------------------------------------------------- */
+static void test_traces_from_model(void **state) {
+    fl_err e = {0};
+    fl_model *m;
+    assert_int_equal(fl_zoo_build("lenet5", 1, 28, 28, 10, 1, &m, &e), FL_OK);
+    fl_dataset *d;
+    assert_int_equal(fl_dataset_new(37, 1, 28, 28, &d, &e), FL_OK);
+    fl_rng r;
+    fl_rng_seed(&r, 5);
+    for (int64_t i = 0; i < 37 * 28 * 28; i++) d->x[i] = fl_rng_uniform(&r);
+    const char *layer = "/relu4/Relu_output_0";
+    assert_true(fl_model_find(m, layer) >= 0);
+    float *tr;
+    int32_t *pred;
+    int64_t dim;
+    assert_int_equal(fl_sa_traces(m, layer, d, 16, &tr, &pred, &dim, &e), FL_OK);
+    assert_int_equal(dim, 84);
+    /* The same as one forward pass of everything. */
+    fl_tensor x = fl_dataset_view(d, 0, 37);
+    assert_int_equal(fl_model_forward(m, &x, &e), FL_OK);
+    const fl_tensor *t = fl_model_tensor(m, layer), *lg = fl_model_output(m, 0);
+    for (int64_t i = 0; i < 37 * 84; i++) assert_float_equal(tr[i], t->data[i], 1e-5);
+    for (int i = 0; i < 37; i++) {
+        int best = 0;
+        for (int k = 1; k < 10; k++)
+            if (lg->data[i * 10 + k] > lg->data[i * 10 + best]) best = k;
+        assert_int_equal(pred[i], best);
+    }
+    free(tr);
+    free(pred);
+    assert_int_equal(fl_sa_traces(m, "nope", d, 16, &tr, &pred, &dim, &e), FL_ERR_NOTFOUND);
+    fl_dataset_free(d);
+    fl_model_free(m);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lsa_matches_scipy),
+        cmocka_unit_test(test_dsa_matches_sadl),
+        cmocka_unit_test(test_mdsa),
+        cmocka_unit_test(test_sc_matches_sadl),
+        cmocka_unit_test(test_dsa_blocked_vs_brute_force),
+        cmocka_unit_test(test_absent_class_is_nan),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_traces_from_model),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

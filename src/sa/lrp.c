@@ -1,0 +1,587 @@
+/* Layer-wise relevance propagation: a backward pass of its own over the model's nodes, reading
+ * the activations the last forward pass left in m->values (see lrp.h for the rules).
+ *
+ * fl_lrp_new walks the graph backward from the explained value and turns every node on the
+ * way into a "step" that knows which input gets relevance and which rule applies; anything
+ * without a rule fails there, naming the node, before any data is touched. fl_lrp_run then
+ * replays the steps in reverse topological order. Relevance buffers are kept per value and
+ * accumulated with +=, so a value read by several nodes collects relevance from all of them.
+ *
+ * Linear layers are done with the same two GEMMs for every rule: a forward-direction product
+ * gives the denominators z_j (the epsilon rule reuses the stored output instead), and the
+ * transposed product spreads s_j = R_j / z_j back over the inputs; the input's relevance is
+ * then x_i times that. Convolutions go through im2col / col2im one image at a time. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flare/lrp.h"
+#include "nn/op_conv.h"
+
+enum { K_DENSE, K_CONV, K_MAXPOOL, K_AVGPOOL, K_GAP, K_PASS, K_BN, K_ADD };
+
+typedef struct lrp_step {
+    int node, kind;
+    int x;              /* the input that receives relevance (K_ADD: both, see in[]) */
+    int w;              /* K_DENSE / K_CONV: weight value; K_BN: scale */
+    int tb;             /* K_DENSE: B is stored [N,K] */
+    float alpha;        /* K_DENSE: Gemm's alpha */
+    float *wp, *wn;     /* z+: the positive and negative parts of alpha * W, W's layout */
+    fl_window win;      /* pools and Conv */
+    int ceil_mode, count_include_pad;
+} lrp_step;
+
+#define N_SCRATCH 8
+
+struct fl_lrp {
+    fl_model *m;
+    fl_lrp_opts o;
+    int explained;
+    int n_steps;
+    lrp_step *steps;   /* reverse topological order */
+    uint8_t *need;     /* per value: on the explained path */
+    fl_tensor *rel;    /* per value: relevance (allocated for needed values on run) */
+    int ran;
+    float *scr[N_SCRATCH];
+    size_t cap[N_SCRATCH];
+};
+
+static const char *const rule_names[] = {"epsilon", "zplus"};
+
+fl_status fl_lrp_rule_parse(const char *s, fl_lrp_rule *out, fl_err *e) {
+    if (!strcmp(s, "epsilon") || !strcmp(s, "eps")) *out = FL_LRP_EPSILON;
+    else if (!strcmp(s, "zplus") || !strcmp(s, "z+")) *out = FL_LRP_ZPLUS;
+    else return fl_fail(e, FL_ERR_ARG, "unknown LRP rule '%s' (expected epsilon or zplus)", s);
+    return FL_OK;
+}
+
+const char *fl_lrp_rule_name(fl_lrp_rule r) {
+    return (unsigned)r < 2 ? rule_names[r] : "?";
+}
+
+void fl_lrp_opts_default(fl_lrp_opts *o) {
+    o->rule = FL_LRP_EPSILON;
+    o->eps = 1e-7f;
+}
+
+void fl_lrp_free(fl_lrp *l) {
+    if (!l) return;
+    for (int i = 0; i < l->n_steps; i++) {
+        free(l->steps[i].wp);
+        free(l->steps[i].wn);
+    }
+    if (l->rel)
+        for (int v = 0; v < l->m->n_values; v++) fl_tensor_free(&l->rel[v]);
+    for (int i = 0; i < N_SCRATCH; i++) fl_free(l->scr[i]);
+    free(l->steps);
+    free(l->need);
+    free(l->rel);
+    free(l);
+}
+
+/* ---- planning ------------------------------------------------------------------------------ */
+static int is_data(const fl_model *m, int v) {
+    return v >= 0 && (m->values[v].kind == FL_VAL_ACT || m->values[v].kind == FL_VAL_INPUT);
+}
+
+static int is_weight(const fl_model *m, int v) {
+    return v >= 0 && (m->values[v].kind == FL_VAL_PARAM || m->values[v].kind == FL_VAL_CONST);
+}
+
+static fl_status unsupported(const fl_node *n, const char *why, fl_err *e) {
+    return fl_fail(e, FL_ERR_UNSUPPORTED,
+                   "LRP: node '%s' (%s) is on the path to the explained logits and %s", n->name,
+                   n->op->name, why);
+}
+
+static fl_status split_weights(fl_lrp *l, lrp_step *s, fl_err *e) {
+    const fl_tensor *w = &l->m->values[s->w].t;
+    s->wp = malloc(sizeof(float) * (size_t)(w->size ? w->size : 1));
+    s->wn = malloc(sizeof(float) * (size_t)(w->size ? w->size : 1));
+    if (!s->wp || !s->wn) return fl_fail(e, FL_ERR_NOMEM, "LRP: out of memory for weights");
+    for (int64_t i = 0; i < w->size; i++) {
+        float v = s->alpha * w->data[i];
+        s->wp[i] = v > 0 ? v : 0;
+        s->wn[i] = v < 0 ? v : 0;
+    }
+    return FL_OK;
+}
+
+/* Turn node n (whose output is needed) into a step; mark the inputs that get relevance. */
+static fl_status plan_node(fl_lrp *l, int ni, lrp_step *s, fl_err *e) {
+    fl_model *m = l->m;
+    fl_node *n = &m->nodes[ni];
+    const char *op = n->op->name;
+    memset(s, 0, sizeof *s);
+    s->node = ni;
+    s->x = n->in[0];
+    s->alpha = 1;
+    fl_status st = FL_OK;
+    if (!strcmp(op, "Gemm") || !strcmp(op, "MatMul")) {
+        s->kind = K_DENSE;
+        s->w = n->in[1];
+        if (!is_data(m, n->in[0]) || !is_weight(m, n->in[1]))
+            return unsupported(n, "has no rule unless input A is an activation and B a weight",
+                               e);
+        if (!strcmp(op, "Gemm")) {
+            if (fl_node_attr_int(n, "transA", 0)) return unsupported(n, "has transA = 1", e);
+            if (n->n_in > 2 && is_data(m, n->in[2]))
+                return unsupported(n, "adds an activation as C", e);
+            s->tb = fl_node_attr_int(n, "transB", 0) != 0;
+            s->alpha = fl_node_attr_float(n, "alpha", 1.0f);
+        }
+        if (m->values[s->w].t.ndim != 2) return unsupported(n, "has a weight that is not 2-D", e);
+    } else if (!strcmp(op, "Conv")) {
+        s->kind = K_CONV;
+        s->w = n->in[1];
+        if (!is_weight(m, s->w)) return unsupported(n, "has activations as weights", e);
+        if (fl_node_attr_int(n, "group", 1) != 1) return unsupported(n, "is a grouped convolution", e);
+        if (m->values[s->w].t.ndim != 4) return unsupported(n, "is not a 2-D convolution", e);
+        st = fl_window_parse(n, &s->win, e);
+    } else if (!strcmp(op, "MaxPool") || !strcmp(op, "AveragePool")) {
+        s->kind = op[0] == 'M' ? K_MAXPOOL : K_AVGPOOL;
+        st = fl_window_parse(n, &s->win, e);
+        s->ceil_mode = fl_node_attr_int(n, "ceil_mode", 0) != 0;
+        s->count_include_pad = fl_node_attr_int(n, "count_include_pad", 0) != 0;
+    } else if (!strcmp(op, "GlobalAveragePool")) {
+        s->kind = K_GAP;
+    } else if (!strcmp(op, "BatchNormalization")) {
+        s->kind = K_BN;
+        s->w = n->in[1];
+        for (int i = 1; i < 5; i++)
+            if (!is_weight(m, n->in[i])) return unsupported(n, "has activations as parameters", e);
+    } else if (!strcmp(op, "Add")) {
+        s->kind = K_ADD;
+        s->x = -1;
+        for (int i = 0; i < 2; i++)
+            if (is_data(m, n->in[i])) l->need[n->in[i]] = 1;
+        return FL_OK;
+    } else if (!strcmp(op, "Relu") || !strcmp(op, "Identity") || !strcmp(op, "Dropout") ||
+               !strcmp(op, "Flatten") || !strcmp(op, "Reshape") || !strcmp(op, "Squeeze") ||
+               !strcmp(op, "Unsqueeze")) {
+        s->kind = K_PASS;
+    } else {
+        return unsupported(n, "has no relevance rule (supported: Gemm, MatMul, Conv, MaxPool, "
+                              "AveragePool, GlobalAveragePool, BatchNormalization, Add, Relu, "
+                              "Identity, Dropout, Flatten, Reshape, Squeeze, Unsqueeze)",
+                           e);
+    }
+    if (st != FL_OK) return st;
+    if (is_data(m, s->x)) l->need[s->x] = 1;
+    if ((s->kind == K_DENSE || s->kind == K_CONV) && l->o.rule == FL_LRP_ZPLUS)
+        return split_weights(l, s, e);
+    return FL_OK;
+}
+
+fl_status fl_lrp_new(fl_model *m, const fl_lrp_opts *o, fl_lrp **out, fl_err *e) {
+    *out = NULL;
+    if (m->n_outputs < 1) return fl_fail(e, FL_ERR_ARG, "LRP: the model has no output");
+    if (!(o->eps >= 0) || !isfinite(o->eps))
+        return fl_fail(e, FL_ERR_ARG, "LRP: epsilon must be finite and >= 0");
+    if (o->rule != FL_LRP_EPSILON && o->rule != FL_LRP_ZPLUS)
+        return fl_fail(e, FL_ERR_ARG, "LRP: unknown rule %d", (int)o->rule);
+    fl_lrp *l = calloc(1, sizeof *l);
+    if (!l) return fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    l->m = m;
+    l->o = *o;
+    l->need = calloc((size_t)m->n_values, 1);
+    l->rel = calloc((size_t)m->n_values, sizeof(fl_tensor));
+    l->steps = calloc((size_t)m->n_nodes + 1, sizeof(lrp_step));
+    if (!l->need || !l->rel || !l->steps) {
+        fl_lrp_free(l);
+        return fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    }
+    /* The explained value: output 0, or the logits under a trailing (Log)Softmax. */
+    int v = m->outputs[0];
+    for (int guard = 0; guard < 4 && m->values[v].producer >= 0; guard++) {
+        const fl_node *p = &m->nodes[m->values[v].producer];
+        if (strcmp(p->op->name, "Softmax") && strcmp(p->op->name, "LogSoftmax")) break;
+        v = p->in[0];
+    }
+    l->explained = v;
+    l->need[v] = 1;
+    fl_status st = FL_OK;
+    for (int i = m->n_nodes - 1; i >= 0 && st == FL_OK; i--) {
+        const fl_node *n = &m->nodes[i];
+        int needed = 0;
+        for (int k = 0; k < n->n_out; k++) needed |= l->need[n->out[k]];
+        if (needed) st = plan_node(l, i, &l->steps[l->n_steps++], e);
+    }
+    if (st != FL_OK) {
+        fl_lrp_free(l);
+        return st;
+    }
+    *out = l;
+    return FL_OK;
+}
+
+/* ---- helpers ------------------------------------------------------------------------------- */
+static inline float stab(float z, float eps) { return z >= 0 ? z + eps : z - eps; }
+
+static float *scratch(fl_lrp *l, int i, size_t n) {
+    if (n > l->cap[i]) {
+        fl_free(l->scr[i]);
+        l->scr[i] = fl_alloc((n ? n : 1) * sizeof(float));
+        l->cap[i] = l->scr[i] ? n : 0;
+    }
+    return l->scr[i];
+}
+
+#define NEED_SCRATCH(p) \
+    if (!(p)) return fl_fail(e, FL_ERR_NOMEM, "LRP: out of memory for scratch")
+
+static void split_sign(const float *x, float *xp, float *xn, int64_t n, int *any_neg) {
+    int neg = 0;
+    for (int64_t i = 0; i < n; i++) {
+        float v = x[i];
+        xp[i] = v > 0 ? v : 0;
+        xn[i] = v < 0 ? v : 0;
+        neg |= v < 0;
+    }
+    *any_neg = neg;
+}
+
+/* ---- linear layers -------------------------------------------------------------------------- */
+/* Gemm / MatMul: X [M,K], op(B) [K,N], Y [M,N]. */
+static fl_status step_dense(fl_lrp *l, const lrp_step *s, fl_err *e) {
+    fl_model *m = l->m;
+    const fl_node *n = &m->nodes[s->node];
+    const fl_tensor *X = &m->values[s->x].t, *Y = &m->values[n->out[0]].t;
+    const fl_tensor *B = &m->values[s->w].t, *R = &l->rel[n->out[0]];
+    if (X->ndim != 2) return unsupported(n, "has an input that is not 2-D", e);
+    int M = (int)X->shape[0], K = (int)X->shape[1], N = (int)Y->shape[1];
+    int ldb = s->tb ? K : N;
+    float *RX = l->rel[s->x].data;
+    float *S = scratch(l, 0, (size_t)M * N), *G = scratch(l, 1, (size_t)M * K);
+    NEED_SCRATCH(S && G);
+    if (l->o.rule == FL_LRP_EPSILON) {
+        for (int64_t i = 0; i < (int64_t)M * N; i++) S[i] = R->data[i] / stab(Y->data[i], l->o.eps);
+        fl_sgemm(0, !s->tb, M, K, N, s->alpha, S, N, B->data, ldb, 0, G, K);
+        for (int64_t i = 0; i < (int64_t)M * K; i++) RX[i] += X->data[i] * G[i];
+        return FL_OK;
+    }
+    float *Xp = scratch(l, 2, (size_t)M * K), *Xn = scratch(l, 3, (size_t)M * K);
+    NEED_SCRATCH(Xp && Xn);
+    int neg;
+    split_sign(X->data, Xp, Xn, (int64_t)M * K, &neg);
+    fl_sgemm(0, s->tb, M, N, K, 1, Xp, K, s->wp, ldb, 0, S, N);
+    if (neg) fl_sgemm(0, s->tb, M, N, K, 1, Xn, K, s->wn, ldb, 1, S, N);
+    for (int64_t i = 0; i < (int64_t)M * N; i++) S[i] = R->data[i] / (S[i] + l->o.eps);
+    fl_sgemm(0, !s->tb, M, K, N, 1, S, N, s->wp, ldb, 0, G, K);
+    for (int64_t i = 0; i < (int64_t)M * K; i++) RX[i] += Xp[i] * G[i];
+    if (neg) {
+        fl_sgemm(0, !s->tb, M, K, N, 1, S, N, s->wn, ldb, 0, G, K);
+        for (int64_t i = 0; i < (int64_t)M * K; i++) RX[i] += Xn[i] * G[i];
+    }
+    return FL_OK;
+}
+
+/* The geometry of a window op over X [N,C,H,W] (kernel from W for Conv). */
+static fl_status window_geom(const fl_node *n, const lrp_step *s, const fl_tensor *X, int kh,
+                             int kw, int ceil_mode, fl_conv2d_geom *g, fl_err *e) {
+    int64_t oh, ow, pt, pb, pl, pr;
+    fl_status st = fl_window_out(n, &s->win, 0, X->shape[2], kh, ceil_mode, &oh, &pt, &pb, e);
+    if (st == FL_OK) st = fl_window_out(n, &s->win, 1, X->shape[3], kw, ceil_mode, &ow, &pl, &pr, e);
+    if (st != FL_OK) return st;
+    *g = (fl_conv2d_geom){.c = (int)X->shape[1], .h = (int)X->shape[2], .w = (int)X->shape[3],
+                          .kh = kh, .kw = kw, .sh = (int)s->win.stride[0],
+                          .sw = (int)s->win.stride[1], .pt = (int)pt, .pl = (int)pl,
+                          .pb = (int)pb, .pr = (int)pr, .dh = (int)s->win.dil[0],
+                          .dw = (int)s->win.dil[1], .oh = (int)oh, .ow = (int)ow};
+    return FL_OK;
+}
+
+/* Conv: X [N,C,H,W], W [O,C,kh,kw], Y [N,O,oh,ow]; per image, cols = im2col(X) [C*kh*kw, P]
+ * and Z = W cols, so the transposed product is col2im(W^T S). */
+static fl_status step_conv(fl_lrp *l, const lrp_step *s, fl_err *e) {
+    fl_model *m = l->m;
+    const fl_node *n = &m->nodes[s->node];
+    const fl_tensor *X = &m->values[s->x].t, *Y = &m->values[n->out[0]].t;
+    const fl_tensor *W = &m->values[s->w].t, *R = &l->rel[n->out[0]];
+    fl_conv2d_geom g;
+    fl_status st = window_geom(n, s, X, (int)W->shape[2], (int)W->shape[3], 0, &g, e);
+    if (st != FL_OK) return st;
+    int O = (int)W->shape[0], CK = (int)(W->shape[1] * W->shape[2] * W->shape[3]);
+    int P = g.oh * g.ow;
+    int64_t img = X->shape[1] * X->shape[2] * X->shape[3];
+    if (W->shape[1] != X->shape[1] || Y->shape[1] != O || (int64_t)P * O * X->shape[0] != Y->size)
+        return unsupported(n, "has shapes LRP does not understand", e);
+    float *S = scratch(l, 0, (size_t)O * P), *cols = scratch(l, 1, (size_t)CK * P);
+    float *G = scratch(l, 2, (size_t)img);
+    NEED_SCRATCH(S && cols && G);
+    int zplus = l->o.rule == FL_LRP_ZPLUS;
+    float *Xp = NULL, *Xn = NULL;
+    if (zplus) {
+        Xp = scratch(l, 3, (size_t)img);
+        Xn = scratch(l, 4, (size_t)img);
+        NEED_SCRATCH(Xp && Xn);
+    }
+    for (int64_t b = 0; b < X->shape[0]; b++) {
+        const float *x = X->data + b * img, *y = Y->data + b * (int64_t)O * P;
+        const float *r = R->data + b * (int64_t)O * P;
+        float *rx = l->rel[s->x].data + b * img;
+        int any = 0;
+        for (int64_t i = 0; i < (int64_t)O * P && !any; i++) any = r[i] != 0;
+        if (!any) continue; /* an input that is not explained (or relevance died out) */
+        if (!zplus) {
+            for (int64_t i = 0; i < (int64_t)O * P; i++) S[i] = r[i] / stab(y[i], l->o.eps);
+            fl_sgemm(1, 0, CK, P, O, 1, W->data, CK, S, P, 0, cols, P);
+            memset(G, 0, sizeof(float) * (size_t)img);
+            fl_col2im(G, cols, &g);
+            for (int64_t i = 0; i < img; i++) rx[i] += x[i] * G[i];
+            continue;
+        }
+        int neg;
+        split_sign(x, Xp, Xn, img, &neg);
+        fl_im2col(cols, Xp, &g);
+        fl_sgemm(0, 0, O, P, CK, 1, s->wp, CK, cols, P, 0, S, P);
+        if (neg) {
+            fl_im2col(cols, Xn, &g);
+            fl_sgemm(0, 0, O, P, CK, 1, s->wn, CK, cols, P, 1, S, P);
+        }
+        for (int64_t i = 0; i < (int64_t)O * P; i++) S[i] = r[i] / (S[i] + l->o.eps);
+        for (int pass = 0; pass < 1 + neg; pass++) {
+            fl_sgemm(1, 0, CK, P, O, 1, pass ? s->wn : s->wp, CK, S, P, 0, cols, P);
+            memset(G, 0, sizeof(float) * (size_t)img);
+            fl_col2im(G, cols, &g);
+            const float *xs = pass ? Xn : Xp;
+            for (int64_t i = 0; i < img; i++) rx[i] += xs[i] * G[i];
+        }
+    }
+    return FL_OK;
+}
+
+/* ---- pooling ---------------------------------------------------------------------------------- */
+/* Offsets k in [0, kn) whose position start + k*d lies in [lo, hi). */
+static void krange(int start, int kn, int d, int lo, int hi, int *k0, int *k1) {
+    int a = 0, b = kn;
+    while (a < b && start + a * d < lo) a++;
+    while (b > a && start + (b - 1) * d >= hi) b--;
+    *k0 = a;
+    *k1 = b;
+}
+
+static fl_status step_pool(fl_lrp *l, const lrp_step *s, fl_err *e) {
+    fl_model *m = l->m;
+    const fl_node *n = &m->nodes[s->node];
+    const fl_tensor *X = &m->values[s->x].t, *Y = &m->values[n->out[0]].t;
+    const float *R = l->rel[n->out[0]].data;
+    fl_conv2d_geom g;
+    fl_status st = window_geom(n, s, X, (int)s->win.kernel[0], (int)s->win.kernel[1],
+                               s->ceil_mode, &g, e);
+    if (st != FL_OK) return st;
+    int64_t planes = X->shape[0] * X->shape[1], plane = (int64_t)g.h * g.w,
+            oplane = (int64_t)g.oh * g.ow;
+    if (Y->size != planes * oplane) return unsupported(n, "has shapes LRP does not understand", e);
+    int zplus = l->o.rule == FL_LRP_ZPLUS;
+    float eps = l->o.eps;
+    for (int64_t p = 0; p < planes; p++) {
+        const float *x = X->data + p * plane, *y = Y->data + p * oplane, *r = R + p * oplane;
+        float *rx = l->rel[s->x].data + p * plane;
+        for (int oy = 0; oy < g.oh; oy++)
+            for (int ox = 0; ox < g.ow; ox++) {
+                float ro = r[oy * g.ow + ox];
+                if (ro == 0) continue;
+                int hs = oy * g.sh - g.pt, ws = ox * g.sw - g.pl, i0, i1, j0, j1;
+                krange(hs, g.kh, g.dh, 0, g.h, &i0, &i1);
+                krange(ws, g.kw, g.dw, 0, g.w, &j0, &j1);
+                if (i0 >= i1 || j0 >= j1) continue; /* a window over padding only */
+                if (s->kind == K_MAXPOOL) { /* winner takes all: the first maximum */
+                    int arg = (hs + i0 * g.dh) * g.w + ws + j0 * g.dw;
+                    for (int i = i0; i < i1; i++)
+                        for (int j = j0; j < j1; j++) {
+                            int at = (hs + i * g.dh) * g.w + ws + j * g.dw;
+                            if (x[at] > x[arg]) arg = at;
+                        }
+                    rx[arg] += ro;
+                    continue;
+                }
+                int div = (i1 - i0) * (j1 - j0);
+                if (s->count_include_pad) {
+                    int a0, a1, b0, b1;
+                    krange(hs, g.kh, g.dh, -g.pt, g.h + g.pb, &a0, &a1);
+                    krange(ws, g.kw, g.dw, -g.pl, g.w + g.pr, &b0, &b1);
+                    div = (a1 - a0) * (b1 - b0);
+                }
+                float f;
+                if (!zplus) {
+                    f = ro / stab(y[oy * g.ow + ox], eps) / (float)div;
+                } else {
+                    float z = 0;
+                    for (int i = i0; i < i1; i++)
+                        for (int j = j0; j < j1; j++) {
+                            float v = x[(hs + i * g.dh) * g.w + ws + j * g.dw];
+                            z += v > 0 ? v : 0;
+                        }
+                    f = ro / (z / (float)div + eps) / (float)div;
+                }
+                for (int i = i0; i < i1; i++)
+                    for (int j = j0; j < j1; j++) {
+                        int at = (hs + i * g.dh) * g.w + ws + j * g.dw;
+                        float v = x[at];
+                        rx[at] += (zplus && v < 0 ? 0 : v) * f;
+                    }
+            }
+    }
+    return FL_OK;
+}
+
+static fl_status step_gap(fl_lrp *l, const lrp_step *s) {
+    fl_model *m = l->m;
+    const fl_node *n = &m->nodes[s->node];
+    const fl_tensor *X = &m->values[s->x].t, *Y = &m->values[n->out[0]].t;
+    const float *R = l->rel[n->out[0]].data;
+    int64_t planes = X->shape[0] * X->shape[1], hw = X->size / (planes ? planes : 1);
+    int zplus = l->o.rule == FL_LRP_ZPLUS;
+    for (int64_t p = 0; p < planes; p++) {
+        if (R[p] == 0) continue;
+        const float *x = X->data + p * hw;
+        float *rx = l->rel[s->x].data + p * hw, f;
+        if (!zplus) {
+            f = R[p] / stab(Y->data[p], l->o.eps) / (float)hw;
+        } else {
+            double z = 0;
+            for (int64_t i = 0; i < hw; i++) z += x[i] > 0 ? x[i] : 0;
+            f = R[p] / ((float)(z / (double)hw) + l->o.eps) / (float)hw;
+        }
+        for (int64_t i = 0; i < hw; i++) rx[i] += (zplus && x[i] < 0 ? 0 : x[i]) * f;
+    }
+    return FL_OK;
+}
+
+/* ---- element-wise ----------------------------------------------------------------------------- */
+static fl_status step_bn(fl_lrp *l, const lrp_step *s) {
+    fl_model *m = l->m;
+    const fl_node *n = &m->nodes[s->node];
+    const fl_tensor *X = &m->values[s->x].t, *Y = &m->values[n->out[0]].t;
+    const float *scale = m->values[n->in[1]].t.data, *var = m->values[n->in[4]].t.data;
+    const float *R = l->rel[n->out[0]].data;
+    float bn_eps = fl_node_attr_float(n, "epsilon", 1e-5f), eps = l->o.eps;
+    int64_t N = X->shape[0], C = X->ndim > 1 ? X->shape[1] : 1, hw = N * C > 0 ? X->size / (N * C) : 1;
+    float *RX = l->rel[s->x].data;
+    for (int64_t b = 0; b < N; b++)
+        for (int64_t c = 0; c < C; c++) {
+            float a = scale[c] / sqrtf(var[c] + bn_eps);
+            int64_t o = (b * C + c) * hw;
+            for (int64_t i = o; i < o + hw; i++) {
+                if (R[i] == 0) continue;
+                float z = a * X->data[i];
+                if (l->o.rule == FL_LRP_EPSILON) RX[i] += z / stab(Y->data[i], eps) * R[i];
+                else if (z > 0) RX[i] += z / (z + eps) * R[i];
+            }
+        }
+    return FL_OK;
+}
+
+static fl_status step_add(fl_lrp *l, const lrp_step *s, fl_err *e) {
+    fl_model *m = l->m;
+    const fl_node *n = &m->nodes[s->node];
+    const fl_tensor *Y = &m->values[n->out[0]].t;
+    const float *R = l->rel[n->out[0]].data;
+    const float *xs[2] = {NULL, NULL};
+    float *rs[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++) {
+        int v = n->in[k];
+        if (!is_data(m, v)) continue;
+        if (m->values[v].t.size != Y->size)
+            return unsupported(n, "broadcasts an activation (relevance cannot be split)", e);
+        xs[k] = m->values[v].t.data;
+        rs[k] = l->rel[v].data;
+    }
+    for (int64_t i = 0; i < Y->size; i++) {
+        if (R[i] == 0) continue;
+        float den;
+        if (l->o.rule == FL_LRP_EPSILON) {
+            den = stab(Y->data[i], l->o.eps);
+        } else {
+            den = l->o.eps;
+            for (int k = 0; k < 2; k++)
+                if (xs[k] && xs[k][i] > 0) den += xs[k][i];
+        }
+        for (int k = 0; k < 2; k++) {
+            if (!xs[k]) continue;
+            float v = xs[k][i];
+            if (l->o.rule == FL_LRP_ZPLUS && v < 0) v = 0;
+            rs[k][i] += v / den * R[i];
+        }
+    }
+    return FL_OK;
+}
+
+/* ---- running ---------------------------------------------------------------------------------- */
+fl_status fl_lrp_run(fl_lrp *l, const int32_t *target, fl_err *e) {
+    fl_model *m = l->m;
+    if (m->training)
+        return fl_fail(e, FL_ERR_ARG, "LRP explains eval-mode forward passes (m->training is set)");
+    const fl_tensor *Y = &m->values[l->explained].t;
+    if (!Y->data || Y->ndim != 2)
+        return fl_fail(e, FL_ERR_SHAPE,
+                       "LRP: the explained value '%s' must be [N, K] logits after a forward pass",
+                       m->values[l->explained].name);
+    for (int v = 0; v < m->n_values; v++) {
+        if (!l->need[v]) continue;
+        fl_tensor *r = &l->rel[v];
+        const fl_tensor *t = &m->values[v].t;
+        if (!t->data) return fl_fail(e, FL_ERR_ARG, "LRP: run the model forward first");
+        if (!fl_tensor_same_shape(r, t) || !r->data) {
+            fl_tensor_free(r);
+            if (fl_tensor_alloc(r, t->ndim, t->shape) != FL_OK)
+                return fl_fail(e, FL_ERR_NOMEM, "LRP: out of memory for relevance of '%s'",
+                               m->values[v].name);
+        } else {
+            memset(r->data, 0, sizeof(float) * (size_t)r->size);
+        }
+    }
+    int64_t N = Y->shape[0], K = Y->shape[1];
+    float *R0 = l->rel[l->explained].data;
+    for (int64_t b = 0; b < N; b++) {
+        const float *y = Y->data + b * K;
+        int64_t t = 0;
+        if (target) {
+            t = target[b];
+            if (t < 0) continue;
+            if (t >= K)
+                return fl_fail(e, FL_ERR_ARG, "LRP: target %lld of input %lld is not below %lld",
+                               (long long)t, (long long)b, (long long)K);
+        } else {
+            for (int64_t k = 1; k < K; k++)
+                if (y[k] > y[t]) t = k;
+        }
+        R0[b * K + t] = y[t];
+    }
+    fl_status st = FL_OK;
+    for (int i = 0; i < l->n_steps && st == FL_OK; i++) {
+        const lrp_step *s = &l->steps[i];
+        const fl_node *n = &m->nodes[s->node];
+        switch (s->kind) {
+        case K_DENSE: st = step_dense(l, s, e); break;
+        case K_CONV: st = step_conv(l, s, e); break;
+        case K_MAXPOOL:
+        case K_AVGPOOL: st = step_pool(l, s, e); break;
+        case K_GAP: st = step_gap(l, s); break;
+        case K_BN: st = step_bn(l, s); break;
+        case K_ADD: st = step_add(l, s, e); break;
+        default: { /* K_PASS */
+            if (!is_data(m, s->x)) break;
+            const fl_tensor *r = &l->rel[n->out[0]];
+            float *rx = l->rel[s->x].data;
+            if (l->rel[s->x].size != r->size)
+                return unsupported(n, "changes the number of elements", e);
+            for (int64_t j = 0; j < r->size; j++) rx[j] += r->data[j];
+        }
+        }
+    }
+    l->ran = st == FL_OK;
+    return st;
+}
+
+const fl_tensor *fl_lrp_relevance_idx(const fl_lrp *l, int v) {
+    if (!l->ran || v < 0 || v >= l->m->n_values || !l->need[v]) return NULL;
+    return &l->rel[v];
+}
+
+const fl_tensor *fl_lrp_relevance(const fl_lrp *l, const char *name) {
+    return fl_lrp_relevance_idx(l, fl_model_find(l->m, name));
+}
+
+const char *fl_lrp_explained(const fl_lrp *l) { return l->m->values[l->explained].name; }

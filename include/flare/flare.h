@@ -56,11 +56,20 @@ float fl_rng_normal(fl_rng *r);               /* standard normal (Box-Muller) */
 void fl_rng_shuffle(fl_rng *r, int64_t *idx, int64_t n);
 
 /* ---- threads ------------------------------------------------------------------------------
- * flare parallelises inside BLAS (OpenBLAS pthreads) and nowhere else, so results depend only
- * on the seed and the thread count. fl_threads_set(0) means: OPENBLAS_NUM_THREADS if set,
- * else the number of online CPUs. */
+ * flare parallelises its outermost loops (images of a batch, channels, rows) over a small
+ * thread pool and runs BLAS single-threaded inside them; results depend only on the seed and
+ * the thread count. fl_threads_set(0) means: OPENBLAS_NUM_THREADS if set, else the number of
+ * online CPUs. */
 void fl_threads_set(int n);
 int fl_threads_get(void);
+
+/* fn(ctx, lo, hi, tid) over contiguous ranges of [0, n), one per thread (tid < the thread
+ * count); range tid is always [n*tid/T, n*(tid+1)/T). Returns when all are done. Calls from
+ * inside a range run inline. */
+typedef void (*fl_range_fn)(void *ctx, int64_t lo, int64_t hi, int tid);
+void fl_parallel_for(int64_t n, fl_range_fn fn, void *ctx);
+/* Upper bound on tid + 1, for sizing per-thread scratch. */
+int fl_parallel_slots(void);
 
 /* ---- files --------------------------------------------------------------------------------- */
 /* Read a whole file (gzip-compressed files are inflated when the path ends in ".gz"). */

@@ -110,6 +110,7 @@ typedef struct fl_model {
     int opset;          /* ONNX default-domain opset the model is written for */
     int training;       /* BatchNormalization uses batch statistics, Dropout drops */
     int planned;        /* shapes/buffers match the inputs last fed; 0 forces a re-plan */
+    int planned_threads; /* fl_threads_get() at planning: per-thread scratch is sized by it */
     int param_grads;    /* parameters get gradients (training) */
     int skip_input_grad; /* training: do not compute d/d(input) */
     uint8_t *touched;   /* per value, during backward: gradient is non-zero */

@@ -1,4 +1,4 @@
-/* Thread count: the only parallelism in flare is inside OpenBLAS. */
+/* Thread count for fl_parallel_for; BLAS itself stays single-threaded (src/core/parallel.c). */
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -16,7 +16,7 @@ void fl_threads_set(int n) {
         if (n <= 0) n = 1;
     }
     g_threads = n;
-    openblas_set_num_threads(n);
+    openblas_set_num_threads(1); /* see src/core/parallel.c */
 }
 
 int fl_threads_get(void) {

@@ -1,6 +1,7 @@
 /* Conv (2-D), the window attributes shared with pooling, and convolution lowered to GEMM
  * (see op_conv.h for the shape of the lowering). ConvTranspose is in op_convt.c. */
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "flare/model.h"
@@ -129,20 +130,35 @@ fl_status fl_lowered_plan(fl_lowered *L, const fl_node *node, int n, int ci, int
     L->ci = ci;
     L->zc = zc;
     L->group = group;
-    L->cached = -1;
     L->direct = g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->pt == 0 &&
                 g->pl == 0 && g->oh == g->h && g->ow == g->w;
+    int threads = fl_parallel_slots();
     size_t p = (size_t)g->oh * g->ow, k = (size_t)ci * g->kh * g->kw;
     size_t nb = L->direct ? 1 : fl_conv_cols_budget / (k * p > 0 ? k * p : 1);
+    size_t share = n > 0 ? ((size_t)n + threads - 1) / threads : 1;
+    if (nb > share) nb = share;
     if (nb < 1) nb = 1;
-    if (nb > (size_t)n) nb = n > 0 ? (size_t)n : 1;
     L->nb = (int)nb;
+    L->chunks = n > 0 ? (int)(((size_t)n + nb - 1) / nb) : 0;
     /* BLAS takes int dimensions: every matrix side (and the per-image offsets) must fit */
     if (k * nb * p > INT_MAX || (size_t)zc * nb * p > INT_MAX)
         return fl_fail(e, FL_ERR_UNSUPPORTED, "node '%s' (%s): tensors too large for one GEMM",
                        node->name, node->op->name);
-    fl_status st = grow(&L->cols, &L->cols_cap, L->direct ? 0 : k * nb * p);
-    if (st == FL_OK) st = grow(&L->mat, &L->mat_cap, nb > 1 ? (size_t)zc * nb * p : 0);
+    if (L->slots < threads) {
+        fl_lowered_buf *nbuf = realloc(L->buf, sizeof *nbuf * (size_t)threads);
+        if (!nbuf) return fl_fail(e, FL_ERR_NOMEM, "node '%s': out of memory", node->name);
+        memset(nbuf + L->slots, 0, sizeof *nbuf * (size_t)(threads - L->slots));
+        L->buf = nbuf;
+        L->slots = threads;
+    }
+    fl_status st = FL_OK;
+    for (int t = 0; t < L->slots && st == FL_OK; t++) {
+        fl_lowered_buf *B = &L->buf[t];
+        B->cached = -1;
+        st = grow(&B->cols, &B->cols_cap, L->direct ? 0 : k * nb * p);
+        if (st == FL_OK) st = grow(&B->mat, &B->mat_cap, nb > 1 ? (size_t)zc * nb * p : 0);
+        if (st == FL_OK) st = grow(&B->dw, &B->dw_cap, (size_t)zc * (k / group));
+    }
     if (st != FL_OK)
         return fl_fail(e, st, "node '%s' (%s): out of memory for im2col buffers", node->name,
                        node->op->name);
@@ -150,10 +166,14 @@ fl_status fl_lowered_plan(fl_lowered *L, const fl_node *node, int n, int ci, int
 }
 
 void fl_lowered_free(fl_lowered *L) {
-    fl_free(L->cols);
-    fl_free(L->mat);
-    L->cols = L->mat = NULL;
-    L->cols_cap = L->mat_cap = 0;
+    for (int t = 0; t < L->slots; t++) {
+        fl_free(L->buf[t].cols);
+        fl_free(L->buf[t].mat);
+        fl_free(L->buf[t].dw);
+    }
+    free(L->buf);
+    L->buf = NULL;
+    L->slots = 0;
 }
 
 /* im2col of images n0..n0+b of `in` into cols [ci*kh*kw, b*P], or (in == NULL) col2im of
@@ -161,7 +181,8 @@ void fl_lowered_free(fl_lowered *L) {
  * each cols row is produced by fl_im2col over a single plane with a 1x1 kernel whose pads are
  * shifted by the kernel offset (ki*dh, kj*dw): that reads exactly row (c, ki, kj), and lets us
  * place it at image j's columns. */
-static void chunk_fold(fl_lowered *L, const float *in, float *out, int n0, int b) {
+static void chunk_fold(const fl_lowered *L, fl_lowered_buf *B, const float *in, float *out,
+                       int n0, int b) {
     const fl_conv2d_geom *g = &L->g;
     size_t p = (size_t)g->oh * g->ow, plane = (size_t)g->h * g->w, ld = (size_t)b * p;
     size_t first = (size_t)n0 * L->ci * plane;
@@ -169,9 +190,9 @@ static void chunk_fold(fl_lowered *L, const float *in, float *out, int n0, int b
         fl_conv2d_geom all = *g;
         all.c = L->ci;
         if (in)
-            fl_im2col(L->cols, in + first, &all);
+            fl_im2col(B->cols, in + first, &all);
         else
-            fl_col2im(out + first, L->cols, &all);
+            fl_col2im(out + first, B->cols, &all);
         return;
     }
     fl_conv2d_geom row = *g;
@@ -183,7 +204,7 @@ static void chunk_fold(fl_lowered *L, const float *in, float *out, int n0, int b
                 for (int kj = 0; kj < g->kw; kj++) {
                     row.pt = g->pt - ki * g->dh;
                     row.pl = g->pl - kj * g->dw;
-                    float *r = L->cols + ((size_t)(c * g->kh + ki) * g->kw + kj) * ld + j * p;
+                    float *r = B->cols + ((size_t)(c * g->kh + ki) * g->kw + kj) * ld + j * p;
                     if (in)
                         fl_im2col(r, in + img, &row);
                     else
@@ -193,20 +214,21 @@ static void chunk_fold(fl_lowered *L, const float *in, float *out, int n0, int b
 }
 
 /* mat [zc, b*P] <-> images n0..n0+b of Z [N, zc, P]. */
-static void chunk_gather(fl_lowered *L, const float *Z, int n0, int b) {
+static void chunk_gather(const fl_lowered *L, fl_lowered_buf *B, const float *Z, int n0, int b) {
     size_t p = (size_t)L->g.oh * L->g.ow, ld = (size_t)b * p;
     for (int j = 0; j < b; j++)
         for (int c = 0; c < L->zc; c++)
-            memcpy(L->mat + c * ld + j * p, Z + ((size_t)(n0 + j) * L->zc + c) * p,
+            memcpy(B->mat + c * ld + j * p, Z + ((size_t)(n0 + j) * L->zc + c) * p,
                    p * sizeof(float));
 }
 
-static void chunk_scatter(fl_lowered *L, float *Z, int n0, int b, int accumulate) {
+static void chunk_scatter(const fl_lowered *L, const fl_lowered_buf *B, float *Z, int n0, int b,
+                          int accumulate) {
     size_t p = (size_t)L->g.oh * L->g.ow, ld = (size_t)b * p;
     for (int j = 0; j < b; j++)
         for (int c = 0; c < L->zc; c++) {
             float *dst = Z + ((size_t)(n0 + j) * L->zc + c) * p;
-            const float *src = L->mat + c * ld + j * p;
+            const float *src = B->mat + c * ld + j * p;
             if (accumulate)
                 for (size_t k = 0; k < p; k++) dst[k] += src[k];
             else
@@ -215,65 +237,118 @@ static void chunk_scatter(fl_lowered *L, float *Z, int n0, int b, int accumulate
 }
 
 /* The matrix side of a chunk: Z itself for one image, else gathered into mat. */
-static const float *chunk_mat(fl_lowered *L, const float *Z, int n0, int b) {
+static const float *chunk_mat(const fl_lowered *L, fl_lowered_buf *B, const float *Z, int n0,
+                              int b) {
     if (b == 1) return Z + (size_t)n0 * L->zc * L->g.oh * L->g.ow;
-    chunk_gather(L, Z, n0, b);
-    return L->mat;
+    chunk_gather(L, B, Z, n0, b);
+    return B->mat;
 }
 
 /* The columns of a chunk: I itself for a direct convolution, else im2col (or the cache). */
-static const float *chunk_cols(fl_lowered *L, const float *I, int n0, int b, int trust_cache) {
+static const float *chunk_cols(const fl_lowered *L, fl_lowered_buf *B, const float *I, int n0,
+                               int b, int trust_cache) {
     if (L->direct) return I + (size_t)n0 * L->ci * L->g.h * L->g.w;
-    if (!trust_cache || L->cached != n0) chunk_fold(L, I, NULL, n0, b);
-    L->cached = n0;
-    return L->cols;
+    if (!trust_cache || B->cached != n0) chunk_fold(L, B, I, NULL, n0, b);
+    B->cached = n0;
+    return B->cols;
+}
+
+/* The three passes share one shape: chunks [lo, hi) of the batch go to thread tid, which uses
+ * its own buffers. A job carries the operands; each pass is a range function over chunks. */
+typedef struct lowered_job {
+    fl_lowered *L;
+    const float *W, *cI, *cZ;
+    float *I, *Z, *dW;
+    int accumulate, trust_cache;
+} lowered_job;
+
+static void chunk_span(const fl_lowered *L, int64_t c, int *n0, int *b) {
+    *n0 = (int)c * L->nb;
+    *b = L->n - *n0 < L->nb ? L->n - *n0 : L->nb;
+}
+
+static void forward_range(void *ctx, int64_t lo, int64_t hi, int tid) {
+    lowered_job *J = ctx;
+    fl_lowered *L = J->L;
+    fl_lowered_buf *B = &L->buf[tid];
+    const fl_conv2d_geom *g = &L->g;
+    int p = g->oh * g->ow, kg = g->c * g->kh * g->kw, zg = L->zc / L->group;
+    for (int64_t c = lo; c < hi; c++) {
+        int n0, b;
+        chunk_span(L, c, &n0, &b);
+        int ld = b * p;
+        const float *cols = chunk_cols(L, B, J->cI, n0, b, 0);
+        /* one image: write Z in place; several: stage in mat, then scatter to NCHW */
+        float *dst = b == 1 ? J->Z + (size_t)n0 * L->zc * p : B->mat;
+        float beta = b == 1 && J->accumulate ? 1.0f : 0.0f;
+        for (int gi = 0; gi < L->group; gi++)
+            fl_sgemm(0, 0, zg, ld, kg, 1.0f, J->W + (size_t)gi * zg * kg, kg,
+                     cols + (size_t)gi * kg * ld, ld, beta, dst + (size_t)gi * zg * ld, ld);
+        if (b > 1) chunk_scatter(L, B, J->Z, n0, b, J->accumulate);
+    }
 }
 
 void fl_lowered_forward(fl_lowered *L, const float *W, const float *I, float *Z, int accumulate) {
+    lowered_job J = {.L = L, .W = W, .cI = I, .Z = Z, .accumulate = accumulate};
+    fl_parallel_for(L->chunks, forward_range, &J);
+}
+
+static void adjoint_range(void *ctx, int64_t lo, int64_t hi, int tid) {
+    lowered_job *J = ctx;
+    fl_lowered *L = J->L;
+    fl_lowered_buf *B = &L->buf[tid];
     const fl_conv2d_geom *g = &L->g;
     int p = g->oh * g->ow, kg = g->c * g->kh * g->kw, zg = L->zc / L->group;
-    for (int n0 = 0; n0 < L->n; n0 += L->nb) {
-        int b = L->n - n0 < L->nb ? L->n - n0 : L->nb, ld = b * p;
-        const float *cols = chunk_cols(L, I, n0, b, 0);
-        /* one image: write Z in place; several: stage in mat, then scatter to NCHW */
-        float *dst = b == 1 ? Z + (size_t)n0 * L->zc * p : L->mat;
-        float beta = b == 1 && accumulate ? 1.0f : 0.0f;
+    B->cached = -1; /* cols is overwritten below */
+    for (int64_t c = lo; c < hi; c++) {
+        int n0, b;
+        chunk_span(L, c, &n0, &b);
+        int ld = b * p;
+        const float *mat = chunk_mat(L, B, J->cZ, n0, b);
+        /* direct: the "columns" are I's own channels, so W^T·Z adds into I in place */
+        float *dst = L->direct ? J->I + (size_t)n0 * L->ci * p : B->cols;
+        float beta = L->direct ? 1.0f : 0.0f;
         for (int gi = 0; gi < L->group; gi++)
-            fl_sgemm(0, 0, zg, ld, kg, 1.0f, W + (size_t)gi * zg * kg, kg,
-                     cols + (size_t)gi * kg * ld, ld, beta, dst + (size_t)gi * zg * ld, ld);
-        if (b > 1) chunk_scatter(L, Z, n0, b, accumulate);
+            fl_sgemm(1, 0, kg, ld, zg, 1.0f, J->W + (size_t)gi * zg * kg, kg,
+                     mat + (size_t)gi * zg * ld, ld, beta, dst + (size_t)gi * kg * ld, ld);
+        if (!L->direct) chunk_fold(L, B, NULL, J->I, n0, b);
     }
 }
 
 void fl_lowered_adjoint(fl_lowered *L, const float *W, const float *Z, float *I) {
+    lowered_job J = {.L = L, .W = W, .cZ = Z, .I = I};
+    fl_parallel_for(L->chunks, adjoint_range, &J);
+}
+
+/* Each thread sums its chunks into its own dw; the shares are then added into dW in thread
+ * order, so the result depends only on the thread count. */
+static void grad_w_range(void *ctx, int64_t lo, int64_t hi, int tid) {
+    lowered_job *J = ctx;
+    fl_lowered *L = J->L;
+    fl_lowered_buf *B = &L->buf[tid];
     const fl_conv2d_geom *g = &L->g;
     int p = g->oh * g->ow, kg = g->c * g->kh * g->kw, zg = L->zc / L->group;
-    L->cached = -1; /* cols is overwritten below */
-    for (int n0 = 0; n0 < L->n; n0 += L->nb) {
-        int b = L->n - n0 < L->nb ? L->n - n0 : L->nb, ld = b * p;
-        const float *mat = chunk_mat(L, Z, n0, b);
-        /* direct: the "columns" are I's own channels, so W^T·Z adds into I in place */
-        float *dst = L->direct ? I + (size_t)n0 * L->ci * p : L->cols;
-        float beta = L->direct ? 1.0f : 0.0f;
+    /* last chunk first: the forward pass left its columns in cols */
+    for (int64_t c = hi - 1; c >= lo; c--) {
+        int n0, b;
+        chunk_span(L, c, &n0, &b);
+        int ld = b * p;
+        const float *mat = chunk_mat(L, B, J->cZ, n0, b);
+        const float *cols = chunk_cols(L, B, J->cI, n0, b, J->trust_cache);
         for (int gi = 0; gi < L->group; gi++)
-            fl_sgemm(1, 0, kg, ld, zg, 1.0f, W + (size_t)gi * zg * kg, kg,
-                     mat + (size_t)gi * zg * ld, ld, beta, dst + (size_t)gi * kg * ld, ld);
-        if (!L->direct) chunk_fold(L, NULL, I, n0, b);
+            fl_sgemm(0, 1, zg, kg, ld, 1.0f, mat + (size_t)gi * zg * ld, ld,
+                     cols + (size_t)gi * kg * ld, ld, 1.0f, B->dw + (size_t)gi * zg * kg, kg);
     }
 }
 
 void fl_lowered_grad_w(fl_lowered *L, float *dW, const float *Z, const float *I, int trust_cache) {
-    const fl_conv2d_geom *g = &L->g;
-    int p = g->oh * g->ow, kg = g->c * g->kh * g->kw, zg = L->zc / L->group;
-    /* last chunk first: the forward pass left its columns in cols */
-    for (int n0 = (L->n - 1) / L->nb * L->nb; n0 >= 0; n0 -= L->nb) {
-        int b = L->n - n0 < L->nb ? L->n - n0 : L->nb, ld = b * p;
-        const float *mat = chunk_mat(L, Z, n0, b);
-        const float *cols = chunk_cols(L, I, n0, b, trust_cache);
-        for (int gi = 0; gi < L->group; gi++)
-            fl_sgemm(0, 1, zg, kg, ld, 1.0f, mat + (size_t)gi * zg * ld, ld,
-                     cols + (size_t)gi * kg * ld, ld, 1.0f, dW + (size_t)gi * zg * kg, kg);
-    }
+    lowered_job J = {.L = L, .cZ = Z, .cI = I, .trust_cache = trust_cache};
+    size_t size = (size_t)L->zc * L->g.c * L->g.kh * L->g.kw;
+    /* cleared here, not in the ranges: a thread that gets no chunk must add zeros */
+    for (int t = 0; t < L->slots; t++) memset(L->buf[t].dw, 0, sizeof(float) * size);
+    fl_parallel_for(L->chunks, grad_w_range, &J);
+    for (int t = 0; t < L->slots; t++)
+        for (size_t i = 0; i < size; i++) dW[i] += L->buf[t].dw[i];
 }
 
 /* ---- Conv ------------------------------------------------------------------------------------------
@@ -357,12 +432,12 @@ static int conv_is_small_direct(const conv_state *s) {
  * p < oh*w, so the vector loop runs hundreds of iterations instead of ow; the last kw-1
  * columns of every row are junk and dropped when acc is copied out. */
 __attribute__((target_clones("avx2", "default")))
-static void conv_small_direct(const fl_conv2d_geom *g, int N, int M, const float *W,
-                              const float *X, float *Y) {
+static void conv_small_direct(const fl_conv2d_geom *g, int64_t i0, int64_t i1, int M,
+                              const float *W, const float *X, float *Y) {
     const int C = g->c, oh = g->oh, ow = g->ow, kh = g->kh, kw = g->kw, w = g->w;
     const int span = (oh - 1) * w + ow; /* last valid output lies at (oh-1)*w + ow-1 */
     float acc[SMALL_DIRECT_MAX];
-    for (int i = 0; i < N; i++)
+    for (int64_t i = i0; i < i1; i++)
         for (int mo = 0; mo < M; mo++) {
             for (int p = 0; p < span; p++) acc[p] = 0;
             for (int c = 0; c < C; c++) {
@@ -380,14 +455,80 @@ static void conv_small_direct(const fl_conv2d_geom *g, int N, int M, const float
         }
 }
 
+typedef struct small_job {
+    const fl_conv2d_geom *g;
+    int M;
+    const float *W, *X;
+    float *Y;
+} small_job;
+
+static void small_direct_range(void *ctx, int64_t lo, int64_t hi, int tid) {
+    const small_job *J = ctx;
+    conv_small_direct(J->g, lo, hi, J->M, J->W, J->X, J->Y);
+}
+
+/* The weight gradient of the same layers, dW[m,c,ki,kj] += sum_i sum_p dY_i[m](p) X_i[c](p +
+ * ki*w + kj), with dY re-laid at the input's row width (junk columns zero) so that every tap
+ * is one long dot product. Eight running sums per dot product let the compiler vectorise it
+ * without reassociating anything (the order is fixed, so results are reproducible). Images
+ * [i0, i1) add into dW, one thread's share. */
+__attribute__((target_clones("avx2", "default")))
+static void conv_small_grad_w(const fl_conv2d_geom *g, int64_t i0, int64_t i1, int M,
+                              const float *dY, const float *X, float *dW) {
+    const int C = g->c, oh = g->oh, ow = g->ow, kh = g->kh, kw = g->kw, w = g->w;
+    const int span = (oh - 1) * w + ow;
+    float dyw[SMALL_DIRECT_MAX];
+    for (int64_t i = i0; i < i1; i++)
+        for (int mo = 0; mo < M; mo++) {
+            const float *dy = dY + ((size_t)i * M + mo) * oh * ow;
+            for (int p = 0; p < span; p++) dyw[p] = 0;
+            for (int oy = 0; oy < oh; oy++) memcpy(dyw + oy * w, dy + oy * ow, sizeof(float) * ow);
+            for (int c = 0; c < C; c++) {
+                const float *xc = X + ((size_t)i * C + c) * g->h * w;
+                float *dwc = dW + ((size_t)mo * C + c) * kh * kw;
+                for (int ki = 0; ki < kh; ki++)
+                    for (int kj = 0; kj < kw; kj++) {
+                        const float *restrict xs = xc + ki * w + kj;
+                        float lane[8] = {0};
+                        int p = 0;
+                        for (; p + 8 <= span; p += 8)
+                            for (int l = 0; l < 8; l++) lane[l] += dyw[p + l] * xs[p + l];
+                        for (; p < span; p++) lane[0] += dyw[p] * xs[p];
+                        dwc[ki * kw + kj] += ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
+                                             ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+                    }
+            }
+        }
+}
+
+typedef struct small_grad_job {
+    fl_lowered *L;
+    const float *dY, *X;
+} small_grad_job;
+
+static void small_grad_range(void *ctx, int64_t lo, int64_t hi, int tid) {
+    small_grad_job *J = ctx;
+    conv_small_grad_w(&J->L->g, lo, hi, J->L->zc, J->dY, J->X, J->L->buf[tid].dw);
+}
+
+/* dW += the weight gradient, per-thread shares summed in thread order (as fl_lowered_grad_w) */
+static void conv_small_direct_grad_w(fl_lowered *L, float *dW, const float *dY, const float *X) {
+    size_t size = (size_t)L->zc * L->g.c * L->g.kh * L->g.kw;
+    for (int t = 0; t < L->slots; t++) memset(L->buf[t].dw, 0, sizeof(float) * size);
+    small_grad_job J = {L, dY, X};
+    fl_parallel_for(L->n, small_grad_range, &J);
+    for (int t = 0; t < L->slots; t++)
+        for (size_t i = 0; i < size; i++) dW[i] += L->buf[t].dw[i];
+}
+
 static void conv_forward(fl_model *m, fl_node *n) {
     conv_state *s = n->state;
     const fl_tensor *b = fl_in(m, n, 2);
     fl_tensor *y = fl_out(m, n, 0);
     if (conv_is_small_direct(s)) {
-        conv_small_direct(&s->L.g, s->L.n, s->L.zc, fl_in(m, n, 1)->data, fl_in(m, n, 0)->data,
-                          y->data);
-        s->L.cached = -1; /* no columns were made: backward builds its own */
+        small_job J = {&s->L.g, s->L.zc, fl_in(m, n, 1)->data, fl_in(m, n, 0)->data, y->data};
+        fl_parallel_for(s->L.n, small_direct_range, &J);
+        for (int t = 0; t < s->L.slots; t++) s->L.buf[t].cached = -1; /* no columns made */
     } else {
         fl_lowered_forward(&s->L, fl_in(m, n, 1)->data, fl_in(m, n, 0)->data, y->data, 0);
     }
@@ -400,7 +541,10 @@ static void conv_backward(fl_model *m, fl_node *n) {
     fl_tensor *dx = fl_gin(m, n, 0), *dw = fl_gin(m, n, 1), *db = fl_gin(m, n, 2);
     /* weight gradient first: it can reuse the columns the forward pass left in the buffer,
      * which the input gradient then overwrites */
-    if (dw) fl_lowered_grad_w(&s->L, dw->data, dy->data, fl_in(m, n, 0)->data, 1);
+    if (dw && conv_is_small_direct(s))
+        conv_small_direct_grad_w(&s->L, dw->data, dy->data, fl_in(m, n, 0)->data);
+    else if (dw)
+        fl_lowered_grad_w(&s->L, dw->data, dy->data, fl_in(m, n, 0)->data, 1);
     if (db) fl_bias_grad(db->data, dy->data, dy->shape[0], dy->shape[1], dy->shape[2] * dy->shape[3]);
     if (dx) fl_lowered_adjoint(&s->L, fl_in(m, n, 1)->data, dy->data, dx->data);
 }

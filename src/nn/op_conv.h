@@ -53,27 +53,37 @@ fl_status fl_window_out(const fl_node *n, const fl_window *w, int axis, int64_t 
  * [ci*kh*kw, nb*oh*ow] (image j's columns at j*oh*ow) and Z is staged in mat [zc, nb*oh*ow].
  * nb is chosen so that cols stays a few MiB; with nb == 1 the GEMM reads/writes Z in place,
  * and a 1x1 stride-1 unpadded convolution skips im2col entirely (cols is I itself). */
+/* Per-thread scratch of a lowered convolution (see fl_parallel_for: chunks of images are
+ * spread over the threads, each with its own buffers). */
+typedef struct fl_lowered_buf {
+    float *cols;       /* [ci*kh*kw, nb*oh*ow] unless direct */
+    float *mat;        /* [zc, nb*oh*ow] when nb > 1 */
+    float *dw;         /* [zc * (ci/g)*kh*kw]: this thread's share of the weight gradient */
+    size_t cols_cap, mat_cap, dw_cap; /* floats allocated */
+    int cached;        /* chunk whose im2col(I) is still in cols (left by the last forward), or -1 */
+} fl_lowered_buf;
+
 typedef struct fl_lowered {
     fl_conv2d_geom g;  /* one group of one image of I: c = ci/g; oh, ow = Z's spatial size */
     int n, ci, zc, group;
     int nb;            /* images per chunk */
+    int chunks;        /* ceil(n / nb) */
     int direct;        /* 1x1, stride 1, no padding: im2col(I) == I */
-    float *cols;       /* [ci*kh*kw, nb*oh*ow] unless direct */
-    float *mat;        /* [zc, nb*oh*ow] when nb > 1 */
-    size_t cols_cap, mat_cap; /* floats allocated */
-    int cached;        /* chunk whose im2col(I) is still in cols (left by the last forward), or -1 */
+    int slots;         /* buffers in buf (threads) */
+    fl_lowered_buf *buf;
 } fl_lowered;
 
-/* Target size of cols, in floats (read when planning; tests lower it to exercise chunking).
- * Large enough that a chunk's GEMM has thousands of columns, which OpenBLAS needs to use its
- * threads; small enough to stay near the cache and not cost hundreds of MiB for a big batch. */
+/* Target size of one thread's cols, in floats (read when planning; tests lower it to exercise
+ * chunking). Large enough that a chunk's GEMM has thousands of columns; small enough to stay
+ * near the cache and not cost hundreds of MiB for a big batch. Chunks are also capped at
+ * n / threads images so that every thread gets work. */
 extern size_t fl_conv_cols_budget;
 
 /* (Re)plan for a batch of n images: allocates cols/mat (planning time, never in a pass). */
 fl_status fl_lowered_plan(fl_lowered *L, const fl_node *node, int n, int ci, int zc, int group,
                           const fl_conv2d_geom *g, fl_err *e);
 void fl_lowered_free(fl_lowered *L);
-/* Z = W·im2col(I), or Z += when accumulate. Leaves the last chunk's columns in cols. */
+/* Z = W·im2col(I), or Z += when accumulate. Leaves each thread's last chunk in its cols. */
 void fl_lowered_forward(fl_lowered *L, const float *W, const float *I, float *Z, int accumulate);
 /* I += col2im(W^T·Z). */
 void fl_lowered_adjoint(fl_lowered *L, const float *W, const float *Z, float *I);

@@ -125,10 +125,21 @@ static int is_2x2_s2(const pool_state *s) {
            2 * s->oh <= s->h && 2 * s->ow <= s->w;
 }
 
-static void maxpool_2x2_s2(const pool_state *s, const float *x, float *y) {
+typedef struct pool_job {
+    const pool_state *s;
+    const float *x;
+    float *y;
+} pool_job;
+
+/* planes [lo, hi) of the 2x2 fast path; a range function for fl_parallel_for */
+static void maxpool_2x2_s2(void *ctx, int64_t lo, int64_t hi, int tid) {
+    const pool_job *J = ctx;
+    const pool_state *s = J->s;
+    const float *x = J->x;
+    float *y = J->y;
     size_t plane = (size_t)s->h * s->w, oplane = (size_t)s->oh * s->ow;
     const int W = s->w, ow = s->ow;
-    for (int64_t p = 0; p < s->planes; p++) {
+    for (int64_t p = lo; p < hi; p++) {
         const float *xp = x + p * plane;
         float *yp = y + p * oplane;
         int32_t *ap = s->argmax + p * oplane;
@@ -155,7 +166,8 @@ static void maxpool_2x2_s2(const pool_state *s, const float *x, float *y) {
 static void maxpool_forward(fl_model *m, fl_node *n) {
     pool_state *s = n->state;
     if (is_2x2_s2(s) && n->n_out < 2) {
-        maxpool_2x2_s2(s, fl_in(m, n, 0)->data, fl_out(m, n, 0)->data);
+        pool_job J = {s, fl_in(m, n, 0)->data, fl_out(m, n, 0)->data};
+        fl_parallel_for(s->planes, maxpool_2x2_s2, &J);
         return;
     }
     const fl_window *w = &s->win;

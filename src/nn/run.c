@@ -53,7 +53,7 @@ static fl_status run_nodes(fl_model *m, int plan, fl_err *e) {
 fl_status fl_model_forward_multi(fl_model *m, int n, const fl_tensor *xs, fl_err *e) {
     if (n != m->n_inputs)
         return fl_fail(e, FL_ERR_ARG, "model has %d inputs, %d given", m->n_inputs, n);
-    int plan = !m->planned;
+    int plan = !m->planned || m->planned_threads != fl_threads_get();
     for (int i = 0; i < n; i++) {
         fl_value *v = &m->values[m->inputs[i]];
         fl_status st = check_input(v, &xs[i], e);
@@ -77,6 +77,7 @@ fl_status fl_model_forward_multi(fl_model *m, int n, const fl_tensor *xs, fl_err
         memcpy(v->t.data, xs[i].data, (size_t)xs[i].size * sizeof(float));
     }
     m->planned = 0;
+    m->planned_threads = fl_threads_get();
     fl_status st = run_nodes(m, plan, e);
     if (st == FL_OK) m->planned = 1;
     return st;

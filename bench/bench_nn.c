@@ -3,13 +3,16 @@
  *   lenet5_train_b64   training images/s, LeNet-5, batch 64 (SGD momentum step included)
  *   lenet5_infer_b256  inference images/s, LeNet-5, batch 256
  *   conv_vs_sgemm      a large 3x3 convolution (forward) as a fraction of the throughput of a
- *                      bare cblas_sgemm with the same FLOP count (baseline: OpenBLAS itself)
+ *                      bare cblas_sgemm with the same FLOP count (baseline: OpenBLAS itself,
+ *                      with its own threads, as many as flare uses)
  * Usage: bench_nn [threads]   (default 2, the PyTorch baseline uses the same) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "flare/train.h"
+
+void openblas_set_num_threads(int num_threads); /* OpenBLAS' cblas.h */
 
 /* Benchmarks stop at the first failure, printing the library's message. */
 #define CHECK(x)                                                       \
@@ -117,12 +120,15 @@ static void bench_conv_vs_sgemm(double *conv_gflops, double *sgemm_gflops) {
     double flops = 2.0 * M * K * (double)N * H * W * REPS;
     *conv_gflops = flops / (fl_now() - t0) * 1e-9;
 
+    /* the baseline is OpenBLAS at its best: its own threads, as many as flare uses */
+    openblas_set_num_threads(fl_threads_get());
     float *A = fl_alloc(sizeof(float) * M * K), *B = fl_alloc(sizeof(float) * (size_t)K * N * H * W),
           *Cm = fl_alloc(sizeof(float) * (size_t)M * N * H * W);
     fl_sgemm(0, 0, M, N * H * W, K, 1, A, K, B, N * H * W, 0, Cm, N * H * W);
     t0 = fl_now();
     for (int i = 0; i < REPS; i++) fl_sgemm(0, 0, M, N * H * W, K, 1, A, K, B, N * H * W, 0, Cm, N * H * W);
     *sgemm_gflops = flops / (fl_now() - t0) * 1e-9;
+    openblas_set_num_threads(1);
     fl_free(A);
     fl_free(B);
     fl_free(Cm);

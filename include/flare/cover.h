@@ -146,6 +146,7 @@ typedef struct fl_cover_ops {
 /* The object. Criteria read the fields; only the functions below write them. */
 struct fl_cover {
     const fl_cover_ops *ops;
+    unsigned needs;        /* FL_COVER_NEED_*: ops->needs, which init may change (NC's modes) */
     char *spec;            /* as given, e.g. "kmnc:1000" */
     fl_cover_ctx ctx;
     void *params;          /* criterion's read-only state, shared with clones */
@@ -156,7 +157,6 @@ struct fl_cover {
     int n_groups;          /* per-layer breakdown (layers, or 1 group) */
     char **group_name;     /* [n_groups] */
     int64_t *group_off;    /* [n_groups + 1] item ranges (fixed item spaces) */
-    int64_t *group_covered;/* [n_groups] */
     int64_t total;         /* items; 0 for an unbounded key space */
     int64_t covered;
     uint8_t *hit;          /* [total] 1 = covered */
@@ -191,6 +191,8 @@ void fl_cover_free(fl_cover *c);
 fl_status fl_cover_update(fl_cover *c, const fl_cover_batch *b, uint8_t *added, int *any,
                           fl_err *e);
 void fl_cover_stats(const fl_cover *c, int64_t *covered, int64_t *total); /* total 0: unbounded */
+/* The same for group g (0 <= g < c->n_groups, named c->group_name[g]): per layer. */
+void fl_cover_group_stats(const fl_cover *c, int g, int64_t *covered, int64_t *total);
 void fl_cover_reset(fl_cover *c);
 /* dst := src; both must come from the same context and spec (one is a clone of the other). */
 fl_status fl_cover_copy(fl_cover *dst, const fl_cover *src, fl_err *e);

@@ -1,0 +1,116 @@
+/* Layer-level criteria: TKNC (top-k neurons of each layer) and TKNP (top-k patterns).
+ *
+ * "Top k" of a layer for one input: the k neurons with the largest values, ties going to the
+ * lower neuron index (a stable descending sort; numpy's default argsort is not stable, so the
+ * reference tools are unspecified on exact ties). Found by a partial insertion selection:
+ * O(width * k) per layer with k small (3 by default). A layer narrower than k contributes all
+ * of its neurons. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cover_int.h"
+
+typedef struct {
+    int64_t k;
+    size_t key_ints; /* TKNP: sum over layers of min(k, width) */
+} topk_params;
+
+/* idx[0..min(k,w)) = top-k neuron indices of v[0..w), best first. top[] is scratch of k. */
+static int64_t select_topk(const float *v, int64_t w, int64_t k, float *top, int32_t *idx) {
+    int64_t n = 0;
+    for (int64_t j = 0; j < w; j++) {
+        float x = v[j];
+        if (n == k && !(x > top[k - 1])) continue;
+        int64_t p = n < k ? n++ : k - 1;
+        while (p > 0 && top[p - 1] < x) {
+            top[p] = top[p - 1];
+            idx[p] = idx[p - 1];
+            p--;
+        }
+        top[p] = x;
+        idx[p] = (int32_t)j;
+    }
+    return n;
+}
+
+static fl_status topk_init(fl_cover *c, const fl_cover_ctx *ctx, const char *arg, int pattern,
+                           fl_err *e) {
+    const fl_layerset *ls = ctx->ls;
+    char buf[64], *part[1];
+    int n;
+    int64_t k = 3;
+    fl_status st = fl_cover__args(c, arg, buf, sizeof buf, part, 1, &n, e);
+    if (st == FL_OK && n == 1) st = fl_cover__int(c, part[0], 1, 1 << 20, &k, e);
+    if (st != FL_OK) return st;
+    topk_params *p = calloc(1, sizeof *p);
+    if (!p) return fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    c->params = p;
+    p->k = k;
+    int64_t widest = 0;
+    for (int l = 0; l < ls->n; l++) {
+        p->key_ints += (size_t)(ls->width[l] < k ? ls->width[l] : k);
+        if (ls->width[l] > widest) widest = ls->width[l];
+    }
+    /* scratch: top values (k floats) + one pattern (key_ints int32) */
+    int64_t kk = k < widest ? k : widest;
+    st = fl_cover_scratch(c, sizeof(float) * (size_t)kk + sizeof(int32_t) * p->key_ints, e);
+    if (st != FL_OK) return st;
+    return pattern ? fl_cover_layout_keys(c, sizeof(int32_t) * p->key_ints, "patterns", e)
+                   : fl_cover_layout(c, ls->n, FL_LAYER_NAMES(ls), ls->width, e);
+}
+
+static fl_status tknc_init(fl_cover *c, const fl_cover_ctx *x, const char *a, fl_err *e) {
+    return topk_init(c, x, a, 0, e);
+}
+static fl_status tknp_init(fl_cover *c, const fl_cover_ctx *x, const char *a, fl_err *e) {
+    return topk_init(c, x, a, 1, e);
+}
+
+static int cmp_i32(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+static fl_status topk_update(fl_cover *c, const fl_cover_batch *b, uint8_t *added, int pattern,
+                             fl_err *e) {
+    const topk_params *p = c->params;
+    const fl_layerset *ls = c->ctx.ls;
+    int64_t kk = p->key_ints ? p->k : 0;
+    int64_t widest = 0;
+    for (int l = 0; l < ls->n; l++) widest = ls->width[l] > widest ? ls->width[l] : widest;
+    if (kk > widest) kk = widest;
+    float *top = c->scratch;
+    int32_t *key = (int32_t *)(void *)((char *)c->scratch + sizeof(float) * (size_t)kk);
+    for (int i = 0; i < b->n; i++) {
+        int new = 0;
+        int32_t *at = key;
+        for (int l = 0; l < ls->n; l++) {
+            int64_t got = select_topk(b->mean + i * ls->total + ls->offset[l], ls->width[l],
+                                      p->k, top, at);
+            if (!pattern) {
+                for (int64_t q = 0; q < got; q++) new |= fl_cover_hit(c, ls->offset[l] + at[q]);
+            } else {
+                /* A pattern is a tuple of per-layer *sets*: order each layer's part. */
+                qsort(at, (size_t)got, sizeof *at, cmp_i32);
+                at += got;
+            }
+        }
+        if (pattern) {
+            int r = fl_cover_hit_key(c, key);
+            if (r < 0) return fl_fail(e, FL_ERR_NOMEM, "out of memory for TKNP patterns");
+            new = r;
+        }
+        added[i] = (uint8_t)new;
+    }
+    return FL_OK;
+}
+
+static fl_status tknc_update(fl_cover *c, const fl_cover_batch *b, uint8_t *added, fl_err *e) {
+    return topk_update(c, b, added, 0, e);
+}
+static fl_status tknp_update(fl_cover *c, const fl_cover_batch *b, uint8_t *added, fl_err *e) {
+    return topk_update(c, b, added, 1, e);
+}
+
+const fl_cover_ops fl_cover_tknc = {"tknc", "tknc[:K]", 0, tknc_init, tknc_update, NULL};
+const fl_cover_ops fl_cover_tknp = {"tknp", "tknp[:K]", 0, tknp_init, tknp_update, NULL};

@@ -147,7 +147,8 @@ fl_status fl_trace_feed_line(fl_trace *t, const char *line, size_t len, double t
     while (lead < len && (line[lead] == ' ' || line[lead] == '\t')) lead++;
     if (lead == len) return FL_OK; /* blank line */
 
-    cJSON *j = cJSON_ParseWithLength(line, len);
+    /* Not even the start of an object: no parse (and no allocation) for a flood of junk. */
+    cJSON *j = line[lead] == '{' ? cJSON_ParseWithLength(line + lead, len - lead) : NULL;
     const cJSON *evname = cJSON_GetObjectItemCaseSensitive(j, "event");
     if (!cJSON_IsObject(j)) {
         fl_trace_problem(t, "not a JSON object: \"%s\"", snippet(line, len, buf));

@@ -1,0 +1,543 @@
+/* The target runner against real processes: tests/targets/agent_tgt.c, compiled with `cc` at
+ * start, plays a well-behaved agent system and every kind of bad one (crash, hang, garbage,
+ * flood, ignores SIGTERM, exits mid-case, never answers, spawns helpers). Then `flare agents
+ * run` end to end when $FLARE_BIN is set. */
+#include <errno.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "testutil.h"
+
+#include "flare/agents.h"
+#include "flare/target.h"
+
+static char tmp[64];       /* temporary directory */
+static char tgt[128];      /* the compiled test target */
+
+static int setup(void **state) {
+    strcpy(tmp, "/tmp/flare_target_XXXXXX");
+    if (!mkdtemp(tmp)) return -1;
+    snprintf(tgt, sizeof tgt, "%s/agent_tgt", tmp);
+    /* the source sits next to this file: tests/targets/agent_tgt.c */
+    char src[512], cmd[1024];
+    snprintf(src, sizeof src, "%s", __FILE__);
+    char *slash = strrchr(src, '/');
+    snprintf(slash ? slash + 1 : src, sizeof src - (size_t)(slash ? slash + 1 - src : 0),
+             "targets/agent_tgt.c");
+    snprintf(cmd, sizeof cmd, "cc -O1 -o %s %s", tgt, src);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "test_target: cannot compile %s\n", src);
+        return -1;
+    }
+    return 0;
+}
+
+static int teardown(void **state) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* A target running `agent_tgt mode [n]` with short timeouts. */
+static fl_target *start(const char *mode, const char *n, fl_target_opts *o) {
+    fl_target_opts def;
+    if (!o) {
+        fl_target_opts_default(&def);
+        def.timeout_ms = 300;
+        def.kill_grace_ms = 50;
+        o = &def;
+    }
+    char *argv[] = {tgt, (char *)mode, (char *)n, NULL};
+    fl_target *t = NULL;
+    fl_err e = {0};
+    if (fl_target_new(argv, o, &t, &e) != FL_OK) fail_msg("fl_target_new: %s", e.msg);
+    return t;
+}
+
+static fl_case *mkcase(int i, const char *turn) {
+    const char *turns[] = {turn ? turn : "compute 2+2"};
+    fl_case *c = fl_case_new(1, turns);
+    snprintf(c->id, sizeof c->id, "%06d", i);
+    return c;
+}
+
+/* Run case i; returns the trace (owned by the caller). */
+static fl_trace *run1(fl_target *t, int i, const char *turn) {
+    fl_case *c = mkcase(i, turn);
+    fl_trace *tr = fl_trace_new();
+    fl_err e = {0};
+    if (fl_target_run(t, c, tr, &e) != FL_OK) fail_msg("fl_target_run: %s", e.msg);
+    fl_case_free(c);
+    return tr;
+}
+
+static void expect_exit(const fl_trace *tr, fl_exit_kind k, int status) {
+    char buf[160];
+    if (tr->exit != k || tr->exit_status != status)
+        fail_msg("ended %s/%d (%s), expected %s/%d", fl_exit_kind_name(tr->exit), tr->exit_status,
+                 fl_trace_describe_exit(tr, buf, sizeof buf), fl_exit_kind_name(k), status);
+}
+
+/* ---- well-behaved -------------------------------------------------------------------------- */
+static void test_persistent_echo(void **state) {
+    fl_target *t = start("echo", NULL, NULL);
+    int pid = fl_target_pid(t);
+    assert_true(pid > 0);
+    fl_trace *tr = fl_trace_new();
+    for (int i = 0; i < 200; i++) {
+        fl_case *c = mkcase(i, i % 2 ? "first" : "a \"quoted\"\nturn");
+        fl_err e = {0};
+        assert_int_equal(fl_target_run(t, c, tr, &e), FL_OK);
+        expect_exit(tr, FL_EXIT_DONE, 0);
+        assert_int_equal(tr->n_protocol, 0);
+        assert_int_equal(tr->n_events, 6);
+        assert_int_equal(tr->events[1].kind, FL_EV_TOOL_CALL);
+        assert_string_equal(tr->events[1].arguments, "{\"x\":1}");
+        assert_true(tr->bytes > 300);
+        assert_true(tr->events[5].t_ms >= tr->events[0].t_ms && tr->ms >= tr->events[5].t_ms);
+        char want[64];
+        snprintf(want, sizeof want, "pid %d id %06d len ", pid, i);
+        if (strncmp(fl_trace_output(tr), want, strlen(want)))
+            fail_msg("output \"%s\", expected \"%s...\"", fl_trace_output(tr), want);
+        fl_case_free(c);
+    }
+    assert_int_equal(fl_target_pid(t), pid); /* one process for all cases */
+    assert_int_equal(fl_target_starts(t), 1);
+    fl_trace_free(tr);
+    fl_target_free(t);
+    /* the process is gone after free */
+    assert_int_equal(kill(pid, 0), -1);
+}
+
+/* A 2 MB request to a target that answers a big output: both directions exceed the pipe
+ * buffer, which only works because writing is non-blocking inside the poll loop. */
+static void test_big_request_and_output(void **state) {
+    size_t n = (size_t)2 << 20;
+    char *big = malloc(n + 1);
+    memset(big, 'q', n);
+    big[n] = 0;
+    fl_target *t = start("echo", NULL, NULL);
+    fl_trace *tr = run1(t, 1, big);
+    expect_exit(tr, FL_EXIT_DONE, 0);
+    size_t len = 0;
+    const char *len_at = strstr(fl_trace_output(tr), "len ");
+    assert_non_null(len_at);
+    sscanf(len_at + 4, "%zu", &len);
+    assert_true(len > n);
+    fl_trace_free(tr);
+    fl_target_free(t);
+    free(big);
+
+    t = start("bigout", NULL, NULL);
+    tr = run1(t, 1, NULL);
+    expect_exit(tr, FL_EXIT_DONE, 0);
+    assert_int_equal(strlen(fl_trace_output(tr)), 300 * 1024);
+    fl_trace_free(tr);
+    fl_target_free(t);
+}
+
+/* ---- the target fails ---------------------------------------------------------------------- */
+static void test_crash_then_restart(void **state) {
+    fl_target *t = start("crash", "2", NULL);
+    int pid = fl_target_pid(t);
+    fl_trace *tr = run1(t, 1, NULL);
+    expect_exit(tr, FL_EXIT_DONE, 0);
+    fl_trace_free(tr);
+    tr = run1(t, 2, NULL);
+    expect_exit(tr, FL_EXIT_CRASH, -SIGABRT);
+    assert_int_equal(tr->n_events, 1); /* what came before the crash is kept */
+    assert_int_equal(tr->n_protocol, 0);
+    assert_int_equal(fl_target_pid(t), 0);
+    fl_trace_free(tr);
+    tr = run1(t, 3, NULL);
+    expect_exit(tr, FL_EXIT_DONE, 0);
+    assert_true(fl_target_pid(t) > 0 && fl_target_pid(t) != pid);
+    assert_int_equal(fl_target_starts(t), 2);
+    fl_trace_free(tr);
+    fl_target_free(t);
+}
+
+static void test_exit_mid_case(void **state) {
+    fl_target *t = start("exit", NULL, NULL);
+    fl_trace *tr = run1(t, 1, NULL);
+    expect_exit(tr, FL_EXIT_CRASH, 3);
+    fl_trace_free(tr);
+    tr = run1(t, 2, NULL); /* restarted, crashes again */
+    expect_exit(tr, FL_EXIT_CRASH, 3);
+    assert_int_equal(fl_target_starts(t), 2);
+    fl_trace_free(tr);
+    fl_target_free(t);
+    /* exit status 0 before done: the conversation ended without done (a protocol problem) */
+    t = start("exit0", NULL, NULL);
+    tr = run1(t, 1, NULL);
+    expect_exit(tr, FL_EXIT_EOF, 0);
+    assert_int_equal(tr->n_protocol, 1);
+    assert_non_null(strstr(tr->protocol_msg, "no done"));
+    fl_trace_free(tr);
+    fl_target_free(t);
+}
+
+/* The target exits without reading: flare's write fails with EPIPE (not SIGPIPE). */
+static void test_write_to_dead_target(void **state) {
+    size_t n = (size_t)1 << 20;
+    char *big = malloc(n + 1);
+    memset(big, 'w', n);
+    big[n] = 0;
+    fl_target *t = start("noread", NULL, NULL);
+    fl_trace *tr = run1(t, 1, big);
+    expect_exit(tr, FL_EXIT_CRASH, 5);
+    fl_trace_free(tr);
+    fl_target_free(t);
+    free(big);
+}
+
+static void test_hang_then_restart(void **state) {
+    fl_target *t = start("hang", "2", NULL);
+    fl_trace *tr = run1(t, 1, NULL);
+    expect_exit(tr, FL_EXIT_DONE, 0);
+    fl_trace_free(tr);
+    double t0 = fl_now();
+    tr = run1(t, 2, NULL);
+    double ms = 1000 * (fl_now() - t0);
+    expect_exit(tr, FL_EXIT_HANG, -SIGTERM);
+    assert_true(tr->ms >= 300 && ms < 300 + 250);
+    assert_int_equal(tr->n_events, 1);
+    fl_trace_free(tr);
+    tr = run1(t, 3, NULL);
+    expect_exit(tr, FL_EXIT_DONE, 0);
+    assert_int_equal(fl_target_starts(t), 2);
+    fl_trace_free(tr);
+    fl_target_free(t);
+}
+
+static void test_never_answers(void **state) {
+    fl_target *t = start("silent", NULL, NULL);
+    fl_trace *tr = run1(t, 1, NULL);
+    expect_exit(tr, FL_EXIT_HANG, -SIGTERM);
+    assert_int_equal(tr->n_events, 0);
+    assert_int_equal(tr->bytes, 0);
+    fl_trace_free(tr);
+    fl_target_free(t);
+}
+
+static void test_ignores_sigterm(void **state) {
+    fl_target *t = start("noterm", NULL, NULL);
+    int pid = fl_target_pid(t);
+    double t0 = fl_now();
+    fl_trace *tr = run1(t, 1, NULL);
+    double ms = 1000 * (fl_now() - t0);
+    expect_exit(tr, FL_EXIT_HANG, -SIGKILL);
+    assert_true(ms >= 300 + 50 && ms < 300 + 50 + 250); /* timeout + grace, then SIGKILL */
+    assert_int_equal(kill(pid, 0), -1);
+    fl_trace_free(tr);
+    fl_target_free(t);
+}
+
+/* A helper process the target forked dies with it (process group). */
+static void test_kills_process_group(void **state) {
+    fl_target *t = start("spawn", NULL, NULL);
+    fl_trace *tr = run1(t, 1, NULL);
+    expect_exit(tr, FL_EXIT_HANG, -SIGTERM);
+    assert_non_null(fl_trace_output(tr));
+    int g = atoi(fl_trace_output(tr));
+    assert_true(g > 0);
+    /* gone, or a zombie waiting for a reaper that is not us */
+    int alive = 1;
+    for (int i = 0; i < 100 && alive; i++) {
+        char path[64], st = 0;
+        snprintf(path, sizeof path, "/proc/%d/stat", g);
+        FILE *f = fopen(path, "r");
+        alive = f && fscanf(f, "%*d %*s %c", &st) == 1 && st != 'Z';
+        if (f) fclose(f);
+        if (alive) usleep(5000);
+    }
+    assert_false(alive);
+    fl_trace_free(tr);
+    fl_target_free(t);
+}
+
+static void test_garbage(void **state) {
+    fl_target *t = start("garbage", NULL, NULL);
+    for (int i = 0; i < 3; i++) {
+        fl_trace *tr = run1(t, i, NULL);
+        expect_exit(tr, FL_EXIT_DONE, 0);
+        /* not JSON, message without "to", output after done — and from the second case on,
+         * nothing more: the late output came in the same read as done */
+        assert_int_equal(tr->n_protocol, 3);
+        assert_non_null(strstr(tr->protocol_msg, "not a JSON object"));
+        assert_int_equal(tr->n_events, 2);
+        assert_string_equal(fl_trace_output(tr), "fine");
+        fl_trace_free(tr);
+    }
+    assert_int_equal(fl_target_starts(t), 1); /* garbage is not a reason to restart */
+    fl_target_free(t);
+}
+
+/* Output that comes after done, too late for that case, is reported in the next one. */
+static void test_output_between_cases(void **state) {
+    fl_target *t = start("afterdone", NULL, NULL);
+    fl_trace *tr = run1(t, 1, NULL);
+    expect_exit(tr, FL_EXIT_DONE, 0);
+    fl_trace_free(tr);
+    usleep(60000);
+    tr = run1(t, 2, NULL);
+    expect_exit(tr, FL_EXIT_DONE, 0);
+    assert_true(tr->n_protocol >= 1);
+    assert_non_null(strstr(tr->protocol_msg, "between cases"));
+    assert_int_equal(tr->n_events, 1);
+    fl_trace_free(tr);
+    fl_target_free(t);
+}
+
+/* Heap bytes in use (ASan's allocator keeps freed blocks in quarantine, so there RSS says
+ * little; its own counter does). */
+#if defined(__SANITIZE_ADDRESS__)
+size_t __sanitizer_get_current_allocated_bytes(void); /* ASan runtime */
+static long heap_kb(void) { return (long)(__sanitizer_get_current_allocated_bytes() / 1024); }
+enum { CHECK_RSS = 0 };
+#else
+#include <malloc.h>
+static long heap_kb(void) {
+    struct mallinfo2 mi = mallinfo2();
+    return (long)((mi.uordblks + mi.hblkhd) / 1024);
+}
+enum { CHECK_RSS = 1 };
+#endif
+
+static long rss_kb(void) {
+    long pages = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f || fscanf(f, "%ld %ld", &pages, &resident) != 2) fail_msg("/proc/self/statm");
+    fclose(f);
+    return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* A target that floods stdout is read up to the cap, then killed and restarted; flare's
+ * memory stays flat (short lines: problems are counted, not stored; one endless line: the
+ * line buffer stops at max_line). */
+static void test_flood(void **state) {
+    const char *modes[] = {"flood", "floodline"};
+    for (int m = 0; m < 2; m++) {
+        fl_target_opts o;
+        fl_target_opts_default(&o);
+        o.timeout_ms = 5000;
+        o.kill_grace_ms = 50;
+        o.max_bytes = (size_t)3 << 20;
+        o.max_line = (size_t)64 << 10;
+        fl_target *t = start(modes[m], NULL, &o);
+        long before = 0, heap_before = 0;
+        for (int i = 0; i < 4; i++) {
+            if (i == 1) before = rss_kb(), heap_before = heap_kb();
+            fl_trace *tr = run1(t, i, NULL);
+            expect_exit(tr, FL_EXIT_LIMIT, -SIGTERM);
+            assert_int_equal(tr->bytes, o.max_bytes);
+            assert_true(tr->n_protocol > 0);
+            if (m == 0) assert_true(tr->n_protocol >= (int)(o.max_bytes / 64) - 1);
+            else assert_non_null(strstr(tr->protocol_msg, "longer than 65536"));
+            fl_trace_free(tr);
+        }
+        long grew = rss_kb() - before, heap_grew = heap_kb() - heap_before;
+        if (CHECK_RSS && grew > 2048)
+            fail_msg("%s: RSS grew by %ld KiB over 3 flooded cases", modes[m], grew);
+        if (heap_grew > 256)
+            fail_msg("%s: heap grew by %ld KiB over 3 flooded cases", modes[m], heap_grew);
+        assert_int_equal(fl_target_starts(t), 4);
+        fl_target_free(t);
+    }
+}
+
+/* ---- options ------------------------------------------------------------------------------- */
+static void test_fresh_env(void **state) {
+    fl_target_opts o;
+    fl_target_opts_default(&o);
+    o.fresh = 1;
+    o.timeout_ms = 2000;
+    setenv("TRACEPARENT", "stale-from-parent", 1);
+    fl_target *t = start("env", NULL, &o);
+    assert_int_equal(fl_target_pid(t), 0); /* nothing runs between cases */
+    fl_rng r;
+    fl_rng_seed(&r, 5);
+    for (int i = 0; i < 3; i++) {
+        fl_case *c = mkcase(40 + i, NULL);
+        fl_case_new_trace(c, &r);
+        fl_trace *tr = fl_trace_new();
+        fl_err e = {0};
+        assert_int_equal(fl_target_run(t, c, tr, &e), FL_OK);
+        expect_exit(tr, FL_EXIT_DONE, 0);
+        char want[128];
+        snprintf(want, sizeof want, "%s|%06d", c->traceparent, 40 + i);
+        assert_string_equal(fl_trace_output(tr), want);
+        assert_int_equal(fl_target_pid(t), 0);
+        fl_trace_free(tr);
+        fl_case_free(c);
+    }
+    assert_int_equal(fl_target_starts(t), 3);
+    /* a case without a traceparent still gets a valid one */
+    fl_trace *tr = run1(t, 9, NULL);
+    char tp[64];
+    assert_int_equal(sscanf(fl_trace_output(tr), "%63[^|]", tp), 1);
+    assert_true(fl_traceparent_valid(tp));
+    fl_trace_free(tr);
+    fl_target_free(t);
+    unsetenv("TRACEPARENT");
+}
+
+static void test_stderr_log_capped(void **state) {
+    fl_target_opts o;
+    fl_target_opts_default(&o);
+    o.log_dir = tmp;
+    o.instance = 3;
+    o.max_log = 50000;
+    fl_target *t = start("stderr", NULL, &o);
+    assert_non_null(strstr(fl_target_log_path(t), "target.3.log"));
+    for (int i = 0; i < 3; i++) { /* 200 KB of stderr per case: must not block the target */
+        fl_trace *tr = run1(t, i, NULL);
+        expect_exit(tr, FL_EXIT_DONE, 0);
+        fl_trace_free(tr);
+    }
+    char path[256];
+    snprintf(path, sizeof path, "%s", fl_target_log_path(t));
+    fl_target_free(t);
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    assert_true(sb.st_size >= 50000 && sb.st_size < 50000 + 64);
+    FILE *f = fopen(path, "r");
+    char head[64] = {0};
+    assert_true(fread(head, 1, sizeof head - 1, f) > 0);
+    fclose(f);
+    assert_non_null(strstr(head, "[flare: started"));
+}
+
+static void test_mem_limit(void **state) {
+    fl_target_opts o;
+    fl_target_opts_default(&o);
+    o.mem_limit_mb = 64;
+    fl_target *t = start("memhog", NULL, &o);
+    fl_trace *tr = run1(t, 1, NULL);
+    expect_exit(tr, FL_EXIT_DONE, 0);
+    assert_string_equal(fl_trace_output(tr), "nomem");
+    fl_trace_free(tr);
+    fl_target_free(t);
+}
+
+static void test_bad_command(void **state) {
+    fl_target_opts o;
+    fl_target_opts_default(&o);
+    fl_err e = {0};
+    fl_target *t = (fl_target *)1;
+    char *argv[] = {"/nonexistent/agent-system", NULL};
+    assert_int_equal(fl_target_new(argv, &o, &t, &e), FL_ERR_IO);
+    assert_null(t);
+    assert_non_null(strstr(e.msg, "/nonexistent/agent-system"));
+    char *argv2[] = {"no-such-program-flare-xyz", NULL};
+    assert_int_not_equal(fl_target_new(argv2, &o, &t, &e), FL_OK);
+    assert_non_null(strstr(e.msg, "no-such-program-flare-xyz"));
+    o.fresh = 1;
+    assert_int_equal(fl_target_new(argv2, &o, &t, &e), FL_ERR_NOTFOUND);
+    assert_non_null(strstr(e.msg, "not found on PATH"));
+    char *argv3[] = {NULL};
+    assert_int_equal(fl_target_new(argv3, &o, &t, &e), FL_ERR_ARG);
+}
+
+/* ---- flare agents run ------------------------------------------------------------------------ */
+static char *run_cli(int *rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static char *run_cli(int *rc, const char *fmt, ...) {
+    char cmd[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    strcat(cmd, " 2>&1");
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t cap = 1 << 16, len = 0, got;
+    char *out = malloc(cap);
+    while ((got = fread(out + len, 1, cap - len - 1, p)) > 0) len += got;
+    out[len] = 0;
+    int st = pclose(p);
+    *rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+    return out;
+}
+
+static void test_cli_agents_run(void **state) {
+    const char *bin = getenv("FLARE_BIN");
+    if (!bin || access(bin, X_OK)) skip();
+    char cs[128];
+    snprintf(cs, sizeof cs, "%s/case.json", tmp);
+    FILE *f = fopen(cs, "w");
+    fputs("{\"id\":\"000077\",\"turns\":[\"what is 2+2?\",\"and 3+3?\"],\"seed\":5}\n", f);
+    fclose(f);
+    int rc;
+    char *out = run_cli(&rc, "%s agents run %s -- %s echo", bin, cs, tgt);
+    if (rc != 0) fail_msg("exit %d:\n%s", rc, out);
+    const char *want[] = {"message", "user -> Master", "tool_call", "calc", "tool_result",
+                          "branch", "route", "output", "id 000077", "done"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        if (!strstr(out, want[i])) fail_msg("no \"%s\" in:\n%s", want[i], out);
+    free(out);
+
+    out = run_cli(&rc, "%s agents run --json --case %s -- %s echo", bin, cs, tgt);
+    assert_int_equal(rc, 0);
+    cJSON *j = cJSON_Parse(out);
+    if (!j) fail_msg("not JSON:\n%s", out);
+    assert_string_equal(cJSON_GetObjectItem(j, "exit")->valuestring, "done");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "events")), 6);
+    const cJSON *c = cJSON_GetObjectItem(j, "case");
+    assert_string_equal(cJSON_GetObjectItem(c, "id")->valuestring, "000077");
+    assert_true(fl_traceparent_valid(cJSON_GetObjectItem(c, "traceparent")->valuestring));
+    cJSON_Delete(j);
+    free(out);
+
+    out = run_cli(&rc, "%s agents run %s -t 200 -- %s hang", bin, cs, tgt);
+    assert_int_equal(rc, 0);
+    if (!strstr(out, "hang")) fail_msg("no hang in:\n%s", out);
+    free(out);
+    out = run_cli(&rc, "%s agents run %s --fresh -- %s env", bin, cs, tgt);
+    assert_int_equal(rc, 0);
+    if (!strstr(out, "|000077")) fail_msg("no case id from the environment in:\n%s", out);
+    free(out);
+    out = run_cli(&rc, "%s agents run %s -- /nonexistent/target", bin, cs);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "flare: cannot run target '/nonexistent/target'"));
+    free(out);
+    out = run_cli(&rc, "%s agents run %s/missing.json -- %s echo", bin, tmp, tgt);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "missing.json"));
+    free(out);
+    out = run_cli(&rc, "%s agents run %s", bin, cs);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "-- CMD"));
+    free(out);
+    /* words after -- belong to the target, even when they look like flare flags */
+    out = run_cli(&rc, "%s agents run %s -- %s echo --json", bin, cs, tgt);
+    assert_int_equal(rc, 0);
+    assert_null(strstr(out, "\"events\""));
+    free(out);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_persistent_echo),
+        cmocka_unit_test(test_big_request_and_output),
+        cmocka_unit_test(test_crash_then_restart),
+        cmocka_unit_test(test_exit_mid_case),
+        cmocka_unit_test(test_write_to_dead_target),
+        cmocka_unit_test(test_hang_then_restart),
+        cmocka_unit_test(test_never_answers),
+        cmocka_unit_test(test_ignores_sigterm),
+        cmocka_unit_test(test_kills_process_group),
+        cmocka_unit_test(test_garbage),
+        cmocka_unit_test(test_output_between_cases),
+        cmocka_unit_test(test_flood),
+        cmocka_unit_test(test_fresh_env),
+        cmocka_unit_test(test_stderr_log_capped),
+        cmocka_unit_test(test_mem_limit),
+        cmocka_unit_test(test_bad_command),
+        cmocka_unit_test(test_cli_agents_run),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,9 +1,121 @@
-/* flare agents run: one case against a target command (placeholder until the target runner
- * lands). */
+/* flare agents run: one case against a target command; prints the trace, one line per event
+ * (or, with --json, the whole result as fl_trace_report_json), and how the case ended.
+ * Exit status 0 whenever the case ran, whatever the target did: the output says what. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "cli/cli.h"
+#include "flare/target.h"
+
+/* s as a double-quoted, escaped string of at most `max` bytes of content. */
+static void quoted(const char *s, size_t max) {
+    size_t n = strlen(s);
+    putchar('"');
+    for (size_t i = 0; i < n && i < max; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch == '"' || ch == '\\') printf("\\%c", ch);
+        else if (ch == '\n') fputs("\\n", stdout);
+        else if (ch == '\t') fputs("\\t", stdout);
+        else if (ch < 0x20 || ch == 0x7f) printf("\\x%02x", ch);
+        else putchar(ch);
+    }
+    putchar('"');
+    if (n > max) printf("... (%zu bytes)", n);
+}
+
+static void print_event(const fl_event *ev) {
+    static const char *const names[] = {"message", "tool_call", "tool_result", "branch",
+                                        "error",   "output",    "done"};
+    printf("%9.2f ms  %-*s%s", ev->t_ms, ev->kind == FL_EV_DONE ? 0 : 12, names[ev->kind],
+           ev->kind == FL_EV_DONE ? "" : " ");
+    switch (ev->kind) {
+    case FL_EV_MESSAGE:
+        printf("%s -> %s: ", ev->agent, ev->to);
+        quoted(ev->content, 160);
+        break;
+    case FL_EV_TOOL_CALL:
+        printf("%s %s", ev->agent, ev->tool);
+        if (ev->arguments) { /* compact JSON already: shown as is */
+            int n = (int)strlen(ev->arguments);
+            printf(" %.*s%s", n > 160 ? 160 : n, ev->arguments, n > 160 ? "..." : "");
+        }
+        break;
+    case FL_EV_TOOL_RESULT:
+        printf("%s %s %s", ev->agent, ev->tool, ev->ok ? "ok" : "FAILED");
+        if (ev->content) fputs(": ", stdout), quoted(ev->content, 160);
+        break;
+    case FL_EV_BRANCH: printf("%s %s = %s", ev->agent, ev->point, ev->choice); break;
+    case FL_EV_ERROR:
+        printf("%s: ", ev->agent);
+        quoted(ev->content, 160);
+        break;
+    case FL_EV_OUTPUT: quoted(ev->content, 400); break;
+    case FL_EV_DONE: break;
+    }
+    putchar('\n');
+}
+
+static void print_trace(const fl_case *c, const fl_trace *tr) {
+    printf("case %s  seed %llu  traceparent %s\n", c->id, (unsigned long long)c->seed,
+           c->traceparent);
+    for (int i = 0; i < c->n_turns; i++) {
+        printf("  turn %d: ", i + 1);
+        quoted(c->turns[i], 400);
+        putchar('\n');
+    }
+    for (int i = 0; i < tr->n_events; i++) print_event(&tr->events[i]);
+    char how[256];
+    printf("ended: %s (%zu bytes read)\n", fl_trace_describe_exit(tr, how, sizeof how), tr->bytes);
+    if (tr->n_protocol) printf("protocol problems: %d, first: %s\n", tr->n_protocol, tr->protocol_msg);
+}
 
 int cmd_agents_run(const cli_opts *o) {
     fl_err e = {0};
-    fl_fail(&e, FL_ERR_UNSUPPORTED, "agents run: not implemented yet");
-    return cli_fail(&e);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    fl_case *c = NULL;
+    fl_target *t = NULL;
+    fl_trace *tr = NULL;
+    int rc = CLI_FAIL;
+    if (fl_file_read(o->case_file, &buf, &len, &e) != FL_OK ||
+        fl_case_parse((const char *)buf, len, o->case_file, &c, &e) != FL_OK)
+        goto done;
+    if (!c->traceparent[0]) { /* a new trace id, not reproducible on purpose: it names this run */
+        fl_rng r;
+        fl_rng_seed(&r, (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(fl_now() * 1e9));
+        fl_case_new_trace(c, &r);
+    }
+    fl_target_opts to;
+    fl_target_opts_default(&to);
+    to.timeout_ms = (int)o->timeout_ms;
+    to.fresh = o->fresh;
+    to.mem_limit_mb = (int)o->mem_limit;
+    if (!(tr = fl_trace_new())) {
+        fl_fail(&e, FL_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    if (fl_target_new(o->trailing, &to, &t, &e) != FL_OK || fl_target_run(t, c, tr, &e) != FL_OK)
+        goto done;
+    /* Verdicts: the rule oracles (findings of the trace) are printed here, after the trace. */
+    if (o->run_json) {
+        char *js = fl_trace_report_json(c, tr);
+        if (!js) {
+            fl_fail(&e, FL_ERR_NOMEM, "out of memory");
+            goto done;
+        }
+        printf("%s\n", js);
+        free(js);
+    } else {
+        print_trace(c, tr);
+    }
+    rc = CLI_OK;
+done:
+    fl_target_free(t);
+    fl_trace_free(tr);
+    fl_case_free(c);
+    free(buf);
+    return rc == CLI_OK ? rc : cli_fail(&e);
 }

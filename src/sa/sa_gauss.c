@@ -155,9 +155,58 @@ fl_status fl__sa_gauss_build(fl_sa *sa, fl_err *e) {
 /* ---- LSA ---------------------------------------------------------------------------------- */
 #define LSA_MB 256  /* inputs per block */
 #define LSA_NB 1024 /* training traces per block */
-/* Terms more than e^-LSA_CUT below the largest are not added: with at most 2^40 terms they
- * change the sum by less than 1e-20 relative. */
-#define LSA_CUT 75.0f
+
+/* row[j] = row[j] + xn[j] + qn (the squared distances of one input to a block of training
+ * traces, from -2 q.x); returns their minimum. */
+__attribute__((target_clones("avx2", "default")))
+static float lsa_dist_row(float *row, const float *xn, float qn, int nb) {
+    fl__v8f m = {INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY};
+    int j = 0;
+    for (; j + 8 <= nb; j += 8) {
+        fl__v8f v, x;
+        memcpy(&v, row + j, sizeof v);
+        memcpy(&x, xn + j, sizeof x);
+        v = v + x + qn;
+        memcpy(row + j, &v, sizeof v);
+        fl__v8i lt = v < m;
+        m = (fl__v8f)(((fl__v8i)v & lt) | ((fl__v8i)m & ~lt));
+    }
+    float r = INFINITY;
+    for (int l = 0; l < 8; l++) r = m[l] < r ? m[l] : r;
+    for (; j < nb; j++) {
+        row[j] += xn[j] + qn;
+        r = row[j] < r ? row[j] : r;
+    }
+    return r;
+}
+
+/* sum_j exp(-(v[j] - mn) / 2), all v[j] >= mn. exp as 2^n e^r, |r| <= ln2/2, with a degree-6
+ * Taylor polynomial (relative error ~1e-7, float's own), in 8-wide vectors; arguments below
+ * -87 (terms under 1e-38 of the largest) are clamped there, which changes the sum by at most
+ * n_train * 1e-38 relative. */
+__attribute__((target_clones("avx2", "default")))
+static double lsa_expsum(const float *v, float mn, int nb) {
+    fl__v8f acc = {0, 0, 0, 0, 0, 0, 0, 0}, lim = acc - 87.0f;
+    int j = 0;
+    for (; j + 8 <= nb; j += 8) {
+        fl__v8f x;
+        memcpy(&x, v + j, sizeof x);
+        fl__v8f t = (mn - x) * 0.5f;
+        fl__v8i lo = t < lim;
+        t = (fl__v8f)(((fl__v8i)t & ~lo) | ((fl__v8i)lim & lo));
+        /* n = round(t / ln 2) by the 1.5 * 2^23 trick (exact for |n| < 2^22) */
+        fl__v8f n = (t * 1.44269504f + 12582912.0f) - 12582912.0f;
+        fl__v8f r = t - n * 0.693145752f - n * 1.42860677e-06f;
+        fl__v8f p = 1.0f + r * (1.0f + r * (0.5f + r * (1.6666667e-1f + r * (4.1666668e-2f +
+                    r * (8.3333338e-3f + r * 1.3888889e-3f)))));
+        fl__v8i e = (__builtin_convertvector(n, fl__v8i) + 127) << 23;
+        acc += p * (fl__v8f)e;
+    }
+    double s = 0;
+    for (int l = 0; l < 8; l++) s += acc[l];
+    for (; j < nb; j++) s += exp(0.5 * ((double)mn - v[j]));
+    return s;
+}
 
 fl_status fl__sa_lsa_score(fl_sa *sa, const float *q, int64_t m, int c, double *out, fl_err *e) {
     int64_t d = sa->d, s0 = sa->start[c], s1 = sa->start[c + 1];
@@ -192,23 +241,16 @@ fl_status fl__sa_lsa_score(fl_sa *sa, const float *q, int64_t m, int c, double *
                      nb);
             const float *xn = sa->xn + t0;
             for (int i = 0; i < mb; i++) {
-                float *row = buf + (int64_t)i * nb, bmin = INFINITY;
-                int jmin = 0;
-                for (int j = 0; j < nb; j++) {
-                    float v = row[j] + xn[j] + qn[i];
-                    row[j] = v;
-                    if (v < bmin) bmin = v, jmin = j;
-                }
+                float *row = buf + (int64_t)i * nb;
+                float bmin = lsa_dist_row(row, xn, qn[i], nb);
                 if (bmin < mn[i]) {
                     if (sum[i] > 0) sum[i] *= exp(-0.5 * ((double)mn[i] - bmin));
+                    int j = 0;
+                    while (row[j] != bmin) j++;
                     mn[i] = bmin;
-                    imin[i] = t0 + jmin;
+                    imin[i] = t0 + j;
                 }
-                double acc = 0;
-                float lim = mn[i] + 2 * LSA_CUT;
-                for (int j = 0; j < nb; j++)
-                    if (row[j] < lim) acc += expf(-0.5f * (row[j] - mn[i]));
-                sum[i] += acc;
+                sum[i] += lsa_expsum(row, mn[i], nb);
             }
         }
         for (int i = 0; i < mb; i++) {

@@ -51,6 +51,11 @@ fl_status fl__sa_mdsa_score(fl_sa *sa, const float *q, int64_t m, int c, double 
 fl_status fl__sa_dsa_build(fl_sa *sa, fl_err *e);
 fl_status fl__sa_dsa_score(fl_sa *sa, const float *q, int64_t m, int c, double *out, fl_err *e);
 
+/* Eight floats / int32s as one GCC vector (AVX2 in the target_clones("avx2") kernels, two
+ * SSE halves otherwise). Comparisons give int masks (-1 / 0). */
+typedef float fl__v8f __attribute__((vector_size(32)));
+typedef int32_t fl__v8i __attribute__((vector_size(32)));
+
 /* Squared norm of a float row, summed in double. */
 static inline double fl__sa_sqnorm(const float *x, int64_t d) {
     double s = 0;

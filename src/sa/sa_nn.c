@@ -54,21 +54,25 @@ static void nn_insert(nn_row *r, float v, int64_t idx) {
     if (v < r->v[w]) r->v[w] = v, r->idx[w] = idx;
 }
 
-/* Smallest of row[j] + xn[j], eight lanes so that the compiler can vectorise it. */
+/* Smallest of row[j] + xn[j]. */
+__attribute__((target_clones("avx2", "default")))
 static float block_min(const float *row, const float *xn, int nb) {
-    float m[8] = {INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY};
+    fl__v8f m = {INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY};
     int j = 0;
-    for (; j + 8 <= nb; j += 8)
-        for (int l = 0; l < 8; l++) {
-            float v = row[j + l] + xn[j + l];
-            m[l] = v < m[l] ? v : m[l];
-        }
+    for (; j + 8 <= nb; j += 8) {
+        fl__v8f v, x;
+        memcpy(&v, row + j, sizeof v);
+        memcpy(&x, xn + j, sizeof x);
+        v = v + x;
+        fl__v8i lt = v < m;
+        m = (fl__v8f)(((fl__v8i)v & lt) | ((fl__v8i)m & ~lt));
+    }
+    float r = INFINITY;
+    for (int l = 0; l < 8; l++) r = m[l] < r ? m[l] : r;
     for (; j < nb; j++) {
         float v = row[j] + xn[j];
-        m[0] = v < m[0] ? v : m[0];
+        r = v < r ? v : r;
     }
-    float r = m[0];
-    for (int l = 1; l < 8; l++) r = m[l] < r ? m[l] : r;
     return r;
 }
 
@@ -206,7 +210,7 @@ fl_status fl__sa_dsa_build(fl_sa *sa, fl_err *e) {
 }
 
 fl_status fl__sa_dsa_score(fl_sa *sa, const float *q, int64_t m, int c, double *out, fl_err *e) {
-    int64_t *a = malloc(sizeof(int64_t) * (size_t)m), *need = malloc(sizeof(int64_t) * (size_t)m);
+    int64_t *a = malloc(sizeof(int64_t) * (size_t)m), *need = calloc((size_t)m, sizeof(int64_t));
     double *ad = malloc(sizeof(double) * (size_t)m), *bd = malloc(sizeof(double) * (size_t)m);
     fl_status st = FL_OK;
     if (!a || !need || !ad || !bd) {

@@ -314,15 +314,15 @@ static void test_important(void **state) {
     for (int c = 0; c < 4; c++) assert_float_equal(c1->relevance[c], want[c], 1e-5 * fabs(want[c]) + 1e-7);
     for (int c = 0; c < 8; c++)
         assert_float_equal(f1->relevance[c], want_fc[c], 1e-5 * fabs(want_fc[c]) + 1e-7);
-    /* ceil(0.4 * 4) = 2, ceil(0.4 * 8) = 4; most relevant first, and nothing left out beats them */
+    /* round(0.4 * 4) = 2, round(0.4 * 8) = 3; most relevant first, none left out beats them */
     assert_int_equal(c1->count, 2);
-    assert_int_equal(f1->count, 4);
+    assert_int_equal(f1->count, 3);
     for (int k = 1; k < f1->count; k++)
         assert_true(f1->relevance[f1->neuron[k - 1]] >= f1->relevance[f1->neuron[k]]);
     for (int c = 0; c < 8; c++) {
         int in = 0;
-        for (int k = 0; k < 4; k++) in |= f1->neuron[k] == c;
-        if (!in) assert_true(f1->relevance[c] <= f1->relevance[f1->neuron[3]]);
+        for (int k = 0; k < 3; k++) in |= f1->neuron[k] == c;
+        if (!in) assert_true(f1->relevance[c] <= f1->relevance[f1->neuron[2]]);
     }
     /* a ReLU passes relevance through: its layer ranks like the one below it */
     const fl_important_layer *b1 = fl_important_layer_find(imp, "bn1");
@@ -353,9 +353,9 @@ static void test_important(void **state) {
     assert_int_equal(fl_layerset_make(m, "fc1,conv1", &ls, &e), FL_OK);
     int64_t *idx, n;
     assert_int_equal(fl_important_subset(back, ls, &idx, &n, &e), FL_OK);
-    assert_int_equal(n, 6);
+    assert_int_equal(n, 5);
     for (int64_t k = 1; k < n; k++) assert_true(idx[k - 1] < idx[k]);
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < 3; k++) {
         int found = 0;
         for (int64_t j = 0; j < n; j++) found |= idx[j] == f1->neuron[k];
         assert_true(found);
@@ -370,6 +370,9 @@ static void test_important(void **state) {
     /* re-ranking */
     assert_int_equal(fl_important_set_ratio(back, 1.0, &e), FL_OK);
     assert_int_equal(back->layers[0].count, 4);
+    assert_int_equal(fl_important_set_ratio(back, 0.625, &e), FL_OK); /* 2.5 -> 2, 5 -> 5 */
+    assert_int_equal(back->layers[0].count, 2);
+    assert_int_equal(back->layers[3].count, 5);
     assert_int_equal(fl_important_set_ratio(back, 0.01, &e), FL_OK);
     assert_int_equal(back->layers[3].count, 1);
     assert_int_equal(fl_important_set_ratio(back, 0, &e), FL_ERR_ARG);
@@ -434,6 +437,219 @@ static void test_load_errors(void **state) {
     assert_int_equal(fl_important_load("/nonexistent/imp.json", &imp, &e), FL_ERR_IO);
 }
 
+
+/* ---- IDC ----------------------------------------------------------------------------------------- */
+static int cmp_dbl(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The O(n k) silhouette equals scikit-learn's definition computed from all pairs. */
+static void test_silhouette(void **state) {
+    (void)state;
+    fl_rng r;
+    fl_rng_seed(&r, 9);
+    enum { N = 57 };
+    double x[N];
+    for (int i = 0; i < N; i++) x[i] = (i % 3) * 2.0 + fl_rng_normal(&r) * 0.7;
+    x[5] = x[6]; /* a duplicate value */
+    qsort(x, N, sizeof *x, cmp_dbl);
+    const int64_t cuts[][5] = {{0, 20, N}, {0, 1, 30, N}, {0, 10, 25, 40, N}, {0, 15, 15, 40, N}};
+    const int ks[] = {2, 3, 4, 4};
+    for (int c = 0; c < 4; c++) {
+        int k = ks[c];
+        double want = 0;
+        for (int i = 0; i < N; i++) {
+            int t = 0;
+            while (i >= cuts[c][t + 1]) t++;
+            int64_t na = cuts[c][t + 1] - cuts[c][t];
+            if (na <= 1) continue;
+            double a = 0, b = INFINITY;
+            for (int64_t j = cuts[c][t]; j < cuts[c][t + 1]; j++) a += fabs(x[i] - x[j]);
+            a /= (double)(na - 1);
+            for (int u = 0; u < k; u++) {
+                int64_t nb = cuts[c][u + 1] - cuts[c][u];
+                if (u == t || nb == 0) continue;
+                double s = 0;
+                for (int64_t j = cuts[c][u]; j < cuts[c][u + 1]; j++) s += fabs(x[i] - x[j]);
+                b = fmin(b, s / (double)nb);
+            }
+            want += (b - a) / fmax(a, b);
+        }
+        want /= N;
+        assert_float_equal(fl_silhouette1d(x, N, cuts[c], k), want, 1e-12);
+    }
+}
+
+/* Blobs around known centres: the silhouette picks their number, k-means finds their centres. */
+static void test_kmeans(void **state) {
+    (void)state;
+    fl_err e = {0};
+    fl_rng r;
+    fl_rng_seed(&r, 4);
+    static const double centres[3][4] = {{-3, 4, 0, 0}, {1, 5, 9, 0}, {0, 2, 4, 6}};
+    for (int k = 2; k <= 4; k++) {
+        enum { N = 600 };
+        float v[N];
+        for (int i = 0; i < N; i++) v[i] = (float)(centres[k - 2][i % k] + 0.15 * fl_rng_normal(&r));
+        fl_kmeans1d km, again;
+        assert_int_equal(fl_kmeans1d_fit(v, N, 2, 4, 77, &km, &e), FL_OK);
+        assert_int_equal(km.k, k);
+        assert_true(km.silhouette > 0.8);
+        double sorted[4];
+        memcpy(sorted, centres[k - 2], sizeof sorted);
+        qsort(sorted, (size_t)k, sizeof(double), cmp_dbl);
+        for (int t = 0; t < k; t++) assert_float_equal(km.centroid[t], sorted[t], 0.05);
+        for (int t = 1; t < k; t++) assert_true(km.centroid[t - 1] < km.centroid[t]);
+        assert_int_equal(fl_kmeans1d_assign(&km, (float)sorted[k - 1] + 0.3f), k - 1);
+        assert_int_equal(fl_kmeans1d_assign(&km, -100), 0);
+        assert_int_equal(fl_kmeans1d_fit(v, N, 2, 4, 77, &again, &e), FL_OK);
+        assert_memory_equal(&km, &again, sizeof km); /* the seed decides everything */
+    }
+    float same[20], two[12];
+    for (int i = 0; i < 20; i++) same[i] = 2.5f;
+    fl_kmeans1d km;
+    assert_int_equal(fl_kmeans1d_fit(same, 20, 2, 4, 1, &km, &e), FL_OK);
+    assert_int_equal(km.k, 1);
+    assert_float_equal(km.centroid[0], 2.5, 0);
+    for (int i = 0; i < 12; i++) two[i] = i < 5 ? 1.0f : 3.0f;
+    assert_int_equal(fl_kmeans1d_fit(two, 12, 2, 4, 1, &km, &e), FL_OK);
+    assert_int_equal(km.k, 2);
+    assert_float_equal(km.silhouette, 1.0, 1e-12);
+    two[3] = NAN;
+    assert_int_equal(fl_kmeans1d_fit(two, 12, 2, 4, 1, &km, &e), FL_ERR_NAN);
+    assert_int_equal(fl_kmeans1d_fit(two, 12, 3, 2, 1, &km, &e), FL_ERR_ARG);
+}
+
+/* input [N,4,1,1] -> Flatten -> Relu "act" -> MatMul -> logits [N,2] */
+static fl_model *idc_model(void) {
+    fl_err e = {0};
+    fl_model *m = fl_model_new();
+    int x = fl_model_add_value(m, "x", FL_VAL_INPUT,
+                               &(fl_tensor){.ndim = 4, .shape = {0, 4, 1, 1}}, &e);
+    int f = fl_model_add_op(m, "Flatten", "flat", 1, &x, 0, NULL, &e);
+    int a = fl_model_add_op(m, "Relu", "act", 1, &f, 0, NULL, &e);
+    fl_tensor wt = {0};
+    assert_int_equal(fl_tensor_alloc(&wt, 2, (int64_t[]){4, 2}), FL_OK);
+    for (int i = 0; i < 8; i++) wt.data[i] = (float)(i % 3) - 1;
+    int w = fl_model_add_value(m, "w", FL_VAL_PARAM, &wt, &e);
+    int y = fl_model_add_op(m, "MatMul", "logits", 2, (int[]){a, w}, 0, NULL, &e);
+    assert_true(y >= 0);
+    assert_int_equal(fl_model_set_io(m, 1, &x, 1, &y, &e), FL_OK);
+    assert_int_equal(fl_model_finish(m, &e), FL_OK);
+    fl_tensor_free(&wt);
+    return m;
+}
+
+static void test_idc(void **state) {
+    (void)state;
+    fl_err e = {0};
+    fl_model *m = idc_model();
+    /* training values: neuron 0 in 3 clusters, neuron 1 in 2, neuron 2 in 4, neuron 3 mostly
+     * zero (dead: one cluster at 0 however it is ranked) */
+    fl_dataset *d = NULL;
+    enum { N = 480 };
+    assert_int_equal(fl_dataset_new(N, 4, 1, 1, &d, &e), FL_OK);
+    fl_rng r;
+    fl_rng_seed(&r, 12);
+    for (int i = 0; i < N; i++) {
+        float noise[4];
+        for (int j = 0; j < 4; j++) noise[j] = 0.05f * fl_rng_normal(&r);
+        d->x[i * 4 + 0] = 1 + 4 * (i % 3) + noise[0];
+        d->x[i * 4 + 1] = 2 + 6 * (i % 2) + noise[1];
+        d->x[i * 4 + 2] = 1 + 2 * (i % 4) + noise[2];
+        d->x[i * 4 + 3] = i < 5 ? 1.0f + noise[3] : 0.0f;
+    }
+    /* important neurons: relevance ranks 2, 0, 3, 1 */
+    fl_important imp = {.rule = FL_LRP_EPSILON, .eps = 1e-7, .ratio = 0.5, .n_layers = 1};
+    double rel[4] = {3, 0.5, 4, 2};
+    int64_t top[2] = {2, 0};
+    fl_important_layer L = {.name = "act_output_0", .width = 4, .count = 2, .neuron = top,
+                            .relevance = rel};
+    imp.layers = &L;
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/flare_test_idc_%d.json", (int)getpid());
+    assert_int_equal(fl_important_save(&imp, path, &e), FL_OK);
+
+    fl_layerset *ls = NULL;
+    assert_int_equal(fl_layerset_make(m, "all", &ls, &e), FL_OK);
+    assert_int_equal(ls->n, 2); /* act, logits: the default layer skips the logits */
+    fl_cover_ctx ctx = {.m = m, .ls = ls, .train = d, .aux = path};
+    fl_cover *c = NULL;
+    /* M = 3: neurons 2, 0, 3 -> k = 4, 3, 1: 12 combinations */
+    if (fl_cover_new_ops(&fl_cover_idc, &ctx, "3", &c, &e) != FL_OK) fail_msg("%s", e.msg);
+    int64_t cov, tot;
+    fl_cover_stats(c, &cov, &tot);
+    assert_int_equal(tot, 12);
+    assert_int_equal(cov, 0);
+    assert_string_equal(c->group_name[0], "act_output_0");
+
+    /* a batch: neuron values [n, total = 4 + 2] */
+    float v[5][6] = {
+        {1, 0, 1, 0, 0, 0},   /* n2 -> cluster 0, n0 -> 0 */
+        {1.1f, 9, 1.2f, 7, 0, 0}, /* same combination (n1, n3 do not count) */
+        {9, 0, 7, 0, 0, 0},   /* n2 -> 3, n0 -> 2 */
+        {5, 0, 3.2f, 0, 0, 0},  /* n2 -> 1, n0 -> 1 */
+        {100, 0, -50, 0, 0, 0}, /* out of range: nearest centroids, n2 -> 0, n0 -> 2 */
+    };
+    fl_cover_batch b = {.n = 5, .mean = &v[0][0]};
+    uint8_t added[5];
+    int any;
+    assert_int_equal(fl_cover_update(c, &b, added, &any, &e), FL_OK);
+    assert_true(any);
+    static const uint8_t want[5] = {1, 0, 1, 1, 1};
+    assert_memory_equal(added, want, 5);
+    fl_cover_stats(c, &cov, &tot);
+    assert_int_equal(cov, 4);
+    /* every combination once: full coverage */
+    float all[12][6];
+    memset(all, 0, sizeof all);
+    for (int i = 0; i < 12; i++) {
+        all[i][2] = 1 + 2 * (i % 4);
+        all[i][0] = 1 + 4 * (i / 4);
+    }
+    b = (fl_cover_batch){.n = 12, .mean = &all[0][0]};
+    assert_int_equal(fl_cover_update(c, &b, NULL, &any, &e), FL_OK);
+    fl_cover_stats(c, &cov, &tot);
+    assert_int_equal(cov, 12);
+    fl_cover_free(c);
+
+    /* M = 2 on an explicit layer; M larger than the layer takes all four */
+    assert_int_equal(fl_cover_new_ops(&fl_cover_idc, &ctx, "2:act_output_0", &c, &e), FL_OK);
+    fl_cover_stats(c, &cov, &tot);
+    assert_int_equal(tot, 12);
+    fl_cover_free(c);
+    fl_layerset_free(ls);
+    assert_int_equal(fl_layerset_make(m, "act_output_0", &ls, &e), FL_OK);
+    ctx.ls = ls;
+    assert_int_equal(fl_cover_new_ops(&fl_cover_idc, &ctx, "10", &c, &e), FL_OK);
+    fl_cover_stats(c, &cov, &tot);
+    assert_int_equal(tot, 4 * 3 * 2 * 1);
+    fl_cover_free(c);
+
+    /* errors */
+    static const struct {
+        const char *arg;
+        fl_status st;
+        const char *needle;
+    } bad[] = {{"0", FL_ERR_ARG, "idc:0"}, {"11", FL_ERR_ARG, "idc:11"},
+               {"3:nope", FL_ERR_NOTFOUND, "nope"}, {"3:4:5", FL_ERR_ARG, "too many"}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        assert_int_equal(fl_cover_new_ops(&fl_cover_idc, &ctx, bad[i].arg, &c, &e), bad[i].st);
+        if (!strstr(e.msg, bad[i].needle)) fail_msg("'%s': %s", bad[i].arg, e.msg);
+    }
+    ctx.aux = NULL;
+    assert_int_equal(fl_cover_new_ops(&fl_cover_idc, &ctx, NULL, &c, &e), FL_ERR_ARG);
+    assert_non_null(strstr(e.msg, "flare nn lrp"));
+    ctx.aux = path;
+    ctx.train = NULL;
+    assert_int_equal(fl_cover_new_ops(&fl_cover_idc, &ctx, NULL, &c, &e), FL_ERR_ARG);
+    fl_layerset_free(ls);
+    unlink(path);
+    fl_dataset_free(d);
+    fl_model_free(m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fixture_a),
@@ -443,6 +659,9 @@ int main(void) {
         cmocka_unit_test(test_unsupported),
         cmocka_unit_test(test_important),
         cmocka_unit_test(test_load_errors),
+        cmocka_unit_test(test_silhouette),
+        cmocka_unit_test(test_kmeans),
+        cmocka_unit_test(test_idc),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -49,6 +49,7 @@
 #ifndef FLARE_LRP_H
 #define FLARE_LRP_H
 
+#include "flare/cover.h"
 #include "flare/neurons.h"
 
 typedef enum fl_lrp_rule { FL_LRP_EPSILON = 0, FL_LRP_ZPLUS } fl_lrp_rule;
@@ -89,9 +90,9 @@ const char *fl_lrp_explained(const fl_lrp *l);
 /* ---- important neurons -----------------------------------------------------------------------
  * Relevance summed over the correctly classified inputs of a (training) set, per neuron of
  * each layer of a layer set (see neurons.h: a conv neuron is a channel, whose relevance is the
- * sum over its spatial positions); per layer, the important neurons are the ceil(ratio * C)
- * most relevant of its C neurons (at least one), most relevant first (DeepSA: ratio 0.4 for
- * LeNet-5; DeepImportance: a fixed number m, which is count_for(m) below). */
+ * sum over its spatial positions); per layer, the important neurons are the round(ratio * C)
+ * most relevant of its C neurons (half to even, as Python's round in DeepSA; at least one),
+ * most relevant first (DeepSA: ratio 0.4 for LeNet-5). */
 typedef struct fl_important_layer {
     char *name;         /* tensor name (as in the layer set) */
     int64_t width;      /* neurons in the layer (C) */
@@ -149,5 +150,42 @@ void fl_important_free(fl_important *imp);
  * *idx is malloc'd. */
 fl_status fl_important_subset(const fl_important *imp, const fl_layerset *ls, int64_t **idx,
                               int64_t *n, fl_err *e);
+
+/* ---- IDC: importance-driven coverage (src/cover/idc.c) ----------------------------------------
+ * DeepImportance (Gerasimou, Eniser, Sen, Cakan, ICSE 2020; github.com/DeepImportance): take
+ * the m most relevant neurons of one layer, cluster each one's values over the training set
+ * with k-means (k in {2,3,4}, the k with the best silhouette), and count which combinations of
+ * clusters the test inputs reach: an input covers the tuple of its nearest centroid at each
+ * important neuron; coverage = distinct tuples / product of the k's.
+ *
+ * As a coverage criterion (cover.h), spec  idc[:M[:LAYER]]  with ctx->aux = the important-
+ * neurons file (`flare nn lrp`), ctx->train = the training set and ctx->ls containing LAYER:
+ *   M      important neurons (default 6; 1..10, so the 4^M combinations stay countable)
+ *   LAYER  the subject layer (default: the last layer of the layer set, other than the
+ *          logits, that the important-neurons file has)
+ * Clustering follows the reference: a neuron's exact zeros are left out (dead ReLU outputs),
+ * fewer than 10 remaining values give one cluster at 0; k-means++ seeding, 10 restarts, the
+ * lowest inertia kept (scikit-learn's KMeans defaults), seeded from a fixed fl_rng so that a
+ * criterion built twice is the same. docs/lrp.md lists where flare differs (the reference
+ * rounds centroids to 2 decimals; flare keeps them exact). */
+extern const fl_cover_ops fl_cover_idc;
+
+typedef struct fl_kmeans1d {
+    int k;              /* clusters (1..4) */
+    double centroid[4]; /* ascending */
+    double silhouette;  /* mean silhouette of the chosen clustering (0 for k == 1) */
+    double inertia;     /* sum of squared distances to the nearest centroid */
+} fl_kmeans1d;
+
+/* Cluster the n values v for each k in [kmin, kmax] (1 <= kmin <= kmax <= 4) and keep the k
+ * with the highest mean silhouette (ties: the smaller k). Fewer distinct values than k caps k.
+ * Deterministic given seed. n >= 1. */
+fl_status fl_kmeans1d_fit(const float *v, int64_t n, int kmin, int kmax, uint64_t seed,
+                          fl_kmeans1d *out, fl_err *e);
+/* Mean silhouette (scikit-learn's silhouette_score, Euclidean) of sorted values x[n] cut into
+ * k consecutive clusters at cut[0..k] (cluster t = x[cut[t] .. cut[t+1])); exact, O(n k). */
+double fl_silhouette1d(const double *x, int64_t n, const int64_t *cut, int k);
+/* Index of the centroid nearest to v (ties: the lower one). */
+int fl_kmeans1d_assign(const fl_kmeans1d *km, float v);
 
 #endif

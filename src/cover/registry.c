@@ -6,9 +6,11 @@
 #include <string.h>
 
 #include "cover_int.h"
+#include "flare/lrp.h" /* fl_cover_idc */
 
 static const fl_cover_ops *const table[] = {
     &fl_cover_nc, &fl_cover_kmnc, &fl_cover_nbc, &fl_cover_snac, &fl_cover_tknc, &fl_cover_tknp,
+    &fl_cover_idc,
     NULL,
 };
 

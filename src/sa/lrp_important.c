@@ -43,9 +43,11 @@ static int by_relevance(const void *a, const void *b) {
     return i < j ? -1 : i > j; /* ties: the lower index first, so the order is total */
 }
 
-/* ceil(ratio * width), at least 1: the 1e-9 keeps 0.4 * 10 at 4 despite rounding. */
+/* round(ratio * width) as DeepSA's get_topk_neurons_composition computes it (Python's round:
+ * half to even, which nearbyint does in the default rounding mode), but at least 1 — the
+ * reference's 0 would select the whole layer through numpy's [-0:] slice. */
 static int64_t count_for(double ratio, int64_t width) {
-    int64_t k = (int64_t)ceil(ratio * (double)width - 1e-9);
+    int64_t k = (int64_t)nearbyint(ratio * (double)width);
     return k < 1 ? 1 : k > width ? width : k;
 }
 

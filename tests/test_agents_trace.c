@@ -116,6 +116,8 @@ static void test_case_parse_text_and_errors(void **state) {
         {"{\"turns\":[\"a\", 3]}", "turn 2"},
         {"{\"turns\":[\"a\"],\"id\":7}", "\"id\""},
         {"{\"turns\":[\"a\"],\"id\":\"0123456789abcdefg\"}", "\"id\""},
+        {"{\"turns\":[\"a\"],\"id\":\"../../etc\"}", "\"id\""},
+        {"{\"turns\":[\"a\"],\"id\":\"\"}", "\"id\""},
         {"{\"turns\":[\"a\"],\"seed\":-1}", "\"seed\""},
         {"{\"turns\":[\"a\"],\"seed\":1.5}", "\"seed\""},
         {"{\"turns\":[\"a\"],\"seed\":\"12\"}", "\"seed\""},

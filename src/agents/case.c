@@ -166,6 +166,16 @@ static int parse_seed(const cJSON *v, uint64_t *seed) {
     return 0;
 }
 
+/* Case ids end up in file names (queue/id:000123,...): a short, plain alphabet, no '/'. */
+static int id_ok(const char *id, size_t cap) {
+    size_t n = strlen(id);
+    if (n == 0 || n >= cap) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-", id[i]))
+            return 0;
+    return 1;
+}
+
 static fl_status parse_object(cJSON *j, const char *name, fl_case **out, fl_err *e) {
     const cJSON *turns = cJSON_GetObjectItemCaseSensitive(j, "turns");
     if (!cJSON_IsArray(turns))
@@ -191,8 +201,8 @@ static fl_status parse_object(cJSON *j, const char *name, fl_case **out, fl_err 
                 *seed = cJSON_GetObjectItemCaseSensitive(j, "seed"),
                 *tp = cJSON_GetObjectItemCaseSensitive(j, "traceparent");
     const char *bad = NULL;
-    if (id && (!cJSON_IsString(id) || strlen(id->valuestring) >= sizeof c->id))
-        bad = "\"id\" must be a string of at most 15 characters";
+    if (id && (!cJSON_IsString(id) || !id_ok(id->valuestring, sizeof c->id)))
+        bad = "\"id\" must be 1 to 15 characters from A-Z a-z 0-9 . _ : -";
     else if (id)
         memcpy(c->id, id->valuestring, strlen(id->valuestring) + 1);
     if (!bad && seed && parse_seed(seed, &c->seed) < 0)

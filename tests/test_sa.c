@@ -5,6 +5,9 @@
  * brute-force double-precision DSA in this file checks the blocked GEMM search on sets large
  * enough to span many blocks, with near-duplicates that defeat plain float arithmetic.
  * Edge cases: constant neurons, absent classes, d > n, collinear neurons, NaN, empty input. */
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "testutil.h"
 
 #include "flare/data.h"
@@ -478,6 +481,99 @@ static void test_traces_from_model(void **state) {
     fl_model_free(m);
 }
 
+/* ---- the command line (skipped when the binary is not built) --------------------------------- */
+static int have_bin(void) {
+    const char *b = getenv("FLARE_BIN");
+    if (!b) b = "build/flare";
+    setenv("FLARE_BIN", b, 1);
+    return access(b, X_OK) == 0;
+}
+
+/* Run a shell command, stdout+stderr into a malloc'd string; returns the exit status. */
+static int sh(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int sh(char **out, const char *fmt, ...) {
+    char cmd[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd - 8, fmt, ap);
+    va_end(ap);
+    strcat(cmd, " 2>&1");
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t cap = 1 << 16, len = 0, got;
+    char *buf = malloc(cap);
+    while ((got = fread(buf + len, 1, cap - 1 - len, p)) > 0) len += got;
+    buf[len] = 0;
+    int st = pclose(p);
+    *out = buf;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+#define ATS "--train-ats " FIX "train_ats.npy --train-pred " FIX "train_pred.npy --test-ats " \
+            FIX "test_ats.npy --test-pred " FIX "test_pred.npy"
+
+static void test_cli(void **state) {
+    if (!have_bin()) {
+        print_message("(no flare binary: skipped)\n");
+        return;
+    }
+    char dir[] = "/tmp/flare_test_sa_XXXXXX", path[256], *out;
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/dsa.npy", dir);
+    /* Trace files: values as the fixture, coverage as sadl's get_sc, JSON summary. */
+    int rc = sh(&out, "\"$FLARE_BIN\" nn sa -k dsa " ATS " -o %s --json --buckets 50 --lower 0.5 "
+                "--upper 1.0", path);
+    if (rc != 0) fail_msg("exit %d: %s", rc, out);
+    assert_non_null(strstr(out, "\"coverage\":\t0.14"));
+    assert_non_null(strstr(out, "\"n\":\t50"));
+    free(out);
+    fl_npy a;
+    fl_err e = {0};
+    assert_int_equal(fl_npy_read(path, &a, &e), FL_OK);
+    assert_int_equal(a.dtype, FL_DT_F32);
+    assert_int_equal(a.count, 50);
+    float *ref = load_ref("dsa", 50);
+    for (int i = 0; i < 50; i++)
+        assert_float_equal(((float *)a.data)[i], ref[i], 1e-5 * fmax(ref[i], 1e-3));
+    free(ref);
+    fl_npy_free(&a);
+    remove(path);
+    /* LSA with a neuron subset as a list, text summary. */
+    rc = sh(&out, "\"$FLARE_BIN\" nn sa -k lsa " ATS " --neurons 0,1,2,4,5,6 --buckets 20");
+    if (rc != 0) fail_msg("exit %d: %s", rc, out);
+    assert_non_null(strstr(out, "6 of 8 neurons used"));
+    assert_non_null(strstr(out, "LSC 0.4000"));
+    free(out);
+    /* Wrong dtype / shape: runtime error naming the file. */
+    rc = sh(&out, "\"$FLARE_BIN\" nn sa -k lsa --train-ats " FIX "train_pred.npy --train-pred "
+            FIX "train_pred.npy --test-ats " FIX "test_ats.npy --test-pred " FIX "test_pred.npy");
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "train_pred.npy: activation traces must be float32"));
+    free(out);
+    rc = sh(&out, "\"$FLARE_BIN\" nn sa -k mdsa --train-ats " FIX "train_ats.npy --train-pred "
+            FIX "test_pred.npy --test-ats " FIX "test_ats.npy --test-pred " FIX "test_pred.npy");
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "has 50 predictions but"));
+    free(out);
+    rc = sh(&out, "\"$FLARE_BIN\" nn sa -k lsa --train-ats " FIX "train_ats.npy --train-pred "
+            FIX "train_ats.npy --test-ats " FIX "test_ats.npy --test-pred " FIX "test_pred.npy");
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "predictions must be int32 or int64"));
+    free(out);
+    /* Usage errors. */
+    rc = sh(&out, "\"$FLARE_BIN\" nn sa -k lsa --train-ats " FIX "train_ats.npy");
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "--train-pred is missing"));
+    free(out);
+    rc = sh(&out, "\"$FLARE_BIN\" nn sa -k lsa -m x.onnx " ATS);
+    assert_int_equal(rc, 2);
+    free(out);
+    rc = sh(&out, "\"$FLARE_BIN\" nn sa -k lsa " ATS " --neurons 1,x");
+    assert_int_equal(rc, 2);
+    free(out);
+    rmdir(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lsa_matches_scipy),
@@ -488,6 +584,7 @@ int main(void) {
         cmocka_unit_test(test_absent_class_is_nan),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_traces_from_model),
+        cmocka_unit_test(test_cli),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -369,7 +369,7 @@ static void test_constant_neuron(void **state) {
     fl_cover_stats(nbc, &cov, &tot);
     assert_int_equal(tot, 6);
     assert_int_equal(cov, 1); /* neuron 1 upper corner (2.5 > 2); nothing else leaves [min,max] */
-    assert_true(nbc->hit[3]);
+    assert_true(fl_cover_is_hit(nbc, 3));
     assert_int_equal(fl_cover_update(nbcs, &b, NULL, NULL, &e), FL_OK);
     fl_cover_stats(nbcs, &cov, NULL);
     assert_int_equal(cov, 1); /* std 0: the constant neuron's bounds do not widen */

@@ -159,7 +159,7 @@ struct fl_cover {
     int64_t *group_off;    /* [n_groups + 1] item ranges (fixed item spaces) */
     int64_t total;         /* items; 0 for an unbounded key space */
     int64_t covered;
-    uint8_t *hit;          /* [total] 1 = covered */
+    uint8_t *hit;          /* [(total + 7) / 8] covered items: item i is bit i % 8 of byte i / 8 */
     int keyed;             /* key space instead of items */
     size_t key_bytes;
     uint64_t *key_hash;    /* open-addressing table: 0 = empty */
@@ -205,10 +205,15 @@ fl_status fl_cover_layout_keys(fl_cover *c, size_t key_bytes, const char *group_
 fl_status fl_cover_scratch(fl_cover *c, size_t bytes, fl_err *e);
 /* Mark item (0 <= item < total): 1 if it was not covered before, else 0. */
 static inline int fl_cover_hit(fl_cover *c, int64_t item) {
-    if (c->hit[item]) return 0;
-    c->hit[item] = 1;
+    uint8_t *w = c->hit + (item >> 3), bit = (uint8_t)(1u << (item & 7));
+    if (*w & bit) return 0;
+    *w |= bit;
     c->covered++;
     return 1;
+}
+/* Whether item is covered. */
+static inline int fl_cover_is_hit(const fl_cover *c, int64_t item) {
+    return (c->hit[item >> 3] >> (item & 7)) & 1;
 }
 /* Mark a key of key_bytes bytes: 1 new, 0 seen, -1 out of memory. */
 int fl_cover_hit_key(fl_cover *c, const void *key);

@@ -7,6 +7,8 @@
 
 #include "cover_int.h"
 
+static size_t hit_bytes(const fl_cover *c) { return (size_t)(c->total + 7) / 8; }
+
 static fl_status nomem(fl_err *e, const char *spec) {
     return fl_fail(e, FL_ERR_NOMEM, "out of memory for coverage criterion '%s'", spec);
 }
@@ -58,7 +60,7 @@ fl_status fl_cover_layout(fl_cover *c, int n_groups, const char *const *names,
     if (c->total <= 0)
         return fl_fail(e, FL_ERR_ARG, "coverage criterion '%s' has nothing to cover here",
                        c->spec);
-    c->hit = calloc((size_t)c->total, 1);
+    c->hit = calloc(hit_bytes(c), 1);
     return c->hit ? FL_OK : nomem(e, c->spec);
 }
 
@@ -218,7 +220,7 @@ fl_status fl_cover_clone(const fl_cover *src, fl_cover **out, fl_err *e) {
     fl_status st = c->spec ? set_groups(c, src->n_groups, (const char *const *)src->group_name,
                                         src->group_off, e)
                            : nomem(e, src->spec);
-    if (st == FL_OK && !src->keyed && !(c->hit = calloc((size_t)c->total, 1)))
+    if (st == FL_OK && !src->keyed && !(c->hit = calloc(hit_bytes(c), 1)))
         st = nomem(e, src->spec);
     if (st == FL_OK && src->scratch) st = fl_cover_scratch(c, src->scratch_bytes, e);
     if (st == FL_OK) st = fl_cover_copy(c, src, e);
@@ -237,7 +239,7 @@ fl_status fl_cover_copy(fl_cover *dst, const fl_cover *src, fl_err *e) {
         return fl_fail(e, FL_ERR_ARG, "cannot copy coverage '%s' into '%s': different criteria",
                        src->spec, dst->spec);
     if (!src->keyed) {
-        memcpy(dst->hit, src->hit, (size_t)src->total);
+        memcpy(dst->hit, src->hit, hit_bytes(src));
     } else {
         /* Same table size as src, so the slots can be copied as they are. */
         if (dst->key_cap != src->key_cap) {
@@ -267,7 +269,7 @@ fl_status fl_cover_copy(fl_cover *dst, const fl_cover *src, fl_err *e) {
 }
 
 void fl_cover_reset(fl_cover *c) {
-    if (c->hit) memset(c->hit, 0, (size_t)c->total);
+    if (c->hit) memset(c->hit, 0, hit_bytes(c));
     if (c->key_hash) memset(c->key_hash, 0, sizeof(uint64_t) * (size_t)c->key_cap);
     c->covered = 0;
 }
@@ -283,7 +285,7 @@ void fl_cover_group_stats(const fl_cover *c, int g, int64_t *covered, int64_t *t
         return;
     }
     int64_t n = 0;
-    for (int64_t i = c->group_off[g]; i < c->group_off[g + 1]; i++) n += c->hit[i];
+    for (int64_t i = c->group_off[g]; i < c->group_off[g + 1]; i++) n += fl_cover_is_hit(c, i);
     if (covered) *covered = n;
     if (total) *total = c->group_off[g + 1] - c->group_off[g];
 }

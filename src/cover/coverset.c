@@ -13,46 +13,58 @@
 
 #include "cover_int.h"
 
+/* Eight float lanes in one GCC vector: lane k accumulates the elements i with i % 8 == k and
+ * the lanes are folded into a double in order, so every variant below (and both target
+ * clones: AVX2 ymm registers, or two SSE2 registers by default) gives bit-identical sums. */
+typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
 #define LANES 8
+#define INLINE static inline __attribute__((always_inline))
 
-/* Sum of x[0..n). */
-static double sum8(const float *x, int64_t n) {
-    float a[LANES] = {0};
-    int64_t i = 0;
-    for (; i + LANES <= n; i += LANES)
-        for (int k = 0; k < LANES; k++) a[k] += x[i + k];
+/* Vector helpers as macros (a function taking a 32-byte vector draws a -Wpsabi note). */
+#define LOAD8(v, p) memcpy(&(v), (p), sizeof(v8f))
+#define VSEL(m, a, b) ((v8f)(((m) & (v8i)(a)) | (~(m) & (v8i)(b))))
+#define VMIN(a, b) VSEL((a) < (b), a, b)
+#define VMAX(a, b) VSEL((a) > (b), a, b)
+#define VABS(a) ((v8f)((v8i)(a) & 0x7fffffff))
+INLINE double fold(const v8f *a) {
     double s = 0;
-    for (int k = 0; k < LANES; k++) s += a[k];
-    for (; i < n; i++) s += x[i];
+    for (int k = 0; k < LANES; k++) s += (*a)[k];
     return s;
 }
 
-/* Sum, sum of |x|, min and max of x[0..n), n >= 1. */
-static void stats8(const float *x, int64_t n, double *sum, double *asum, float *mn, float *mx) {
-    float a[LANES] = {0}, b[LANES] = {0}, lo[LANES], hi[LANES];
-    for (int k = 0; k < LANES; k++) lo[k] = hi[k] = x[0];
+/* Per-channel statistics of x[0..n), n >= 1: sum; with `range` also min and max; with `absv`
+ * the sum of |x|; with `relu` the sum of max(x, 0) (the channel of a Relu layer fed by this
+ * one, computed without reading that layer). Flags are constants after inlining. */
+typedef struct {
+    double sum, asum, rsum;
+    float mn, mx;
+} chan_stats;
+
+INLINE chan_stats chan(const float *x, int64_t n, int range, int absv, int relu) {
+    v8f s = {0}, a = {0}, r = {0}, zero = {0};
+    v8f lo = {0}, hi = {0};
+    lo += x[0], hi += x[0];
     int64_t i = 0;
-    for (; i + LANES <= n; i += LANES)
-        for (int k = 0; k < LANES; k++) {
-            float v = x[i + k];
-            a[k] += v;
-            b[k] += fabsf(v);
-            lo[k] = v < lo[k] ? v : lo[k];
-            hi[k] = v > hi[k] ? v : hi[k];
-        }
-    double s = 0, t = 0;
-    float l = lo[0], h = hi[0];
-    for (int k = 0; k < LANES; k++) {
-        s += a[k], t += b[k];
-        l = lo[k] < l ? lo[k] : l;
-        h = hi[k] > h ? hi[k] : h;
+    for (; i + LANES <= n; i += LANES) {
+        v8f u;
+        LOAD8(u, x + i);
+        s += u;
+        if (absv) a += VABS(u);
+        if (relu) r += VMAX(u, zero);
+        if (range) lo = VMIN(u, lo), hi = VMAX(u, hi);
+    }
+    chan_stats c = {fold(&s), fold(&a), fold(&r), lo[0], hi[0]};
+    for (int k = 1; k < LANES; k++) {
+        c.mn = lo[k] < c.mn ? lo[k] : c.mn;
+        c.mx = hi[k] > c.mx ? hi[k] : c.mx;
     }
     for (; i < n; i++) {
-        s += x[i], t += fabsf(x[i]);
-        l = x[i] < l ? x[i] : l;
-        h = x[i] > h ? x[i] : h;
+        c.sum += x[i], c.asum += fabsf(x[i]), c.rsum += x[i] > 0 ? x[i] : 0;
+        c.mn = x[i] < c.mn ? x[i] : c.mn;
+        c.mx = x[i] > c.mx ? x[i] : c.mx;
     }
-    *sum = s, *asum = t, *mn = l, *mx = h;
+    return c;
 }
 
 void fl_cover_view_free(fl_cover_view *v) {
@@ -65,6 +77,80 @@ static int grow(float **p, int64_t n) {
     if (!q) return 0;
     *p = q;
     return 1;
+}
+
+/* One layer of a batch (and the Relu layer it feeds, when that is in the set too): inputs
+ * [lo_b, hi_b) of the range handed out by fl_parallel_for. */
+typedef struct {
+    fl_cover_view *v;
+    const float *data;
+    int64_t C, hw, T, off, roff; /* roff: the Relu layer's first neuron, -1 when none */
+    int l, rl, L, range, absv;
+} fill_job;
+
+/* Write neuron c of the layer at (off, l) of input b. */
+INLINE void put(const fill_job *j, int64_t b, int64_t off, int64_t c, double sum, double asum) {
+    double hw = (double)j->hw;
+    j->v->mean[b * j->T + off + c] = (float)(sum / hw);
+    if (j->absv) j->v->absmean[b * j->T + off + c] = (float)(asum / hw);
+}
+
+INLINE void fill_body(const fill_job *j, int64_t lo_b, int64_t hi_b, int range, int absv,
+                      int relu) {
+    int64_t C = j->C, hw = j->hw;
+    for (int64_t b = lo_b; b < hi_b; b++) {
+        const float *x = j->data + b * C * hw;
+        float lmin = x[0], lmax = x[0];
+        for (int64_t c = 0; c < C; c++, x += hw) {
+            chan_stats s;
+            if (hw == 1) { /* dense: the values are the neurons */
+                float v = x[0];
+                s = (chan_stats){v, fabsf(v), v > 0 ? v : 0, v, v};
+            } else {
+                s = chan(x, hw, range, absv, relu);
+            }
+            put(j, b, j->off, c, s.sum, s.asum);
+            if (relu) put(j, b, j->roff, c, s.rsum, s.rsum);
+            lmin = s.mn < lmin ? s.mn : lmin;
+            lmax = s.mx > lmax ? s.mx : lmax;
+        }
+        if (!range) continue;
+        j->v->lmin[b * j->L + j->l] = lmin;
+        j->v->lmax[b * j->L + j->l] = lmax;
+        if (relu) {
+            j->v->lmin[b * j->L + j->rl] = lmin > 0 ? lmin : 0;
+            j->v->lmax[b * j->L + j->rl] = lmax > 0 ? lmax : 0;
+        }
+    }
+}
+
+__attribute__((target_clones("avx2", "default")))
+static void fill_range(void *ctx, int64_t lo_b, int64_t hi_b, int tid) {
+    (void)tid;
+    const fill_job *j = ctx;
+    int relu = j->roff >= 0;
+    /* one specialised loop per combination the criteria ask for */
+    if (!j->range) {
+        if (relu) fill_body(j, lo_b, hi_b, 0, 0, 1);
+        else fill_body(j, lo_b, hi_b, 0, 0, 0);
+    } else if (!j->absv) {
+        if (relu) fill_body(j, lo_b, hi_b, 1, 0, 1);
+        else fill_body(j, lo_b, hi_b, 1, 0, 0);
+    } else {
+        if (relu) fill_body(j, lo_b, hi_b, 1, 1, 1);
+        else fill_body(j, lo_b, hi_b, 1, 1, 0);
+    }
+}
+
+/* The layer of ls that is Relu(layer l), or -1. */
+static int relu_of(const fl_layerset *ls, const fl_model *m, int l) {
+    for (int k = 0; k < ls->n; k++) {
+        int p = m->values[ls->value[k]].producer;
+        if (k != l && p >= 0 && strcmp(m->nodes[p].op->name, "Relu") == 0 &&
+            m->nodes[p].in[0] == ls->value[l])
+            return k;
+    }
+    return -1;
 }
 
 fl_status fl_cover_view_fill(fl_cover_view *v, const fl_layerset *ls, const fl_model *m,
@@ -81,41 +167,39 @@ fl_status fl_cover_view_fill(fl_cover_view *v, const fl_layerset *ls, const fl_m
                            (long long)N);
         v->cap = N;
     }
-    int full = (needs & (FL_COVER_NEED_ABSMEAN | FL_COVER_NEED_RANGE)) != 0;
+    int range = (needs & (FL_COVER_NEED_ABSMEAN | FL_COVER_NEED_RANGE)) != 0;
+    int absv = (needs & FL_COVER_NEED_ABSMEAN) != 0;
     for (int l = 0; l < ls->n; l++) {
         const fl_tensor *t = &m->values[ls->value[l]].t;
-        int64_t C = t->shape[1], hw = t->ndim == 4 ? t->shape[2] * t->shape[3] : 1;
-        if (!t->data || t->shape[0] != N || C != ls->width[l])
+        if (!t->data || t->ndim < 2 || t->shape[0] != N || t->shape[1] != ls->width[l])
             return fl_fail(e, FL_ERR_SHAPE,
                            "layer '%s' does not hold %lld inputs of %lld neurons: run the "
                            "model forward first",
                            ls->name[l], (long long)N, (long long)ls->width[l]);
-        for (int64_t b = 0; b < N; b++) {
-            float *o = v->mean + b * T + ls->offset[l], *oa = v->absmean + b * T + ls->offset[l];
-            const float *x = t->data + b * C * hw;
-            float lmin = x[0], lmax = x[0];
-            for (int64_t c = 0; c < C; c++, x += hw) {
-                if (!full) {
-                    o[c] = hw == 1 ? x[0] : (float)(sum8(x, hw) / (double)hw);
-                    continue;
-                }
-                double s, a;
-                float lo, hi;
-                stats8(x, hw, &s, &a, &lo, &hi);
-                o[c] = (float)(s / (double)hw);
-                oa[c] = (float)(a / (double)hw);
-                lmin = lo < lmin ? lo : lmin;
-                lmax = hi > lmax ? hi : lmax;
-            }
-            v->lmin[b * ls->n + l] = lmin;
-            v->lmax[b * ls->n + l] = lmax;
-        }
     }
+    /* A Relu layer whose input is in the set too is computed from that input's pass. */
+    uint8_t *done = calloc((size_t)(ls->n > 0 ? ls->n : 1), 1);
+    if (!done) return fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    for (int l = 0; l < ls->n; l++) {
+        if (done[l]) continue;
+        const fl_tensor *t = &m->values[ls->value[l]].t;
+        int64_t C = t->shape[1], hw = t->ndim == 4 ? t->shape[2] * t->shape[3] : 1;
+        int r = relu_of(ls, m, l);
+        if (r >= 0 && done[r]) r = -1;
+        done[l] = 1;
+        if (r >= 0) done[r] = 1;
+        fill_job j = {v, t->data, C, hw, T, ls->offset[l], r >= 0 ? ls->offset[r] : -1,
+                      l, r, ls->n, range, absv};
+        /* Small layers are not worth waking the pool for. */
+        if (N * C * hw >= 65536) fl_parallel_for(N, fill_range, &j);
+        else fill_range(&j, 0, N, 0);
+    }
+    free(done);
     v->b = (fl_cover_batch){.n = (int)N,
                             .mean = v->mean,
-                            .absmean = full ? v->absmean : NULL,
-                            .lmin = full ? v->lmin : NULL,
-                            .lmax = full ? v->lmax : NULL,
+                            .absmean = absv ? v->absmean : NULL,
+                            .lmin = range ? v->lmin : NULL,
+                            .lmax = range ? v->lmax : NULL,
                             .m = m};
     return fl_cover__check_finite(v->mean, (int)N, T, ls->name, ls->offset, ls->n,
                                   "neuron value", e);

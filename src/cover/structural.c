@@ -54,7 +54,6 @@ static fl_status nc_update(fl_cover *c, const fl_cover_batch *b, uint8_t *added,
         for (int l = 0; l < ls->n; l++) {
             int64_t off = ls->offset[l], w = ls->width[l];
             const float *v = (p->mode == NC_MEANABS ? b->absmean : b->mean) + i * T + off;
-            uint8_t *hit = c->hit + off;
             double lo = 0, range = 1; /* scaled = (v - lo) / range */
             if (p->mode == NC_DEEPXPLORE) {
                 lo = b->lmin[i * ls->n + l];
@@ -73,11 +72,12 @@ static fl_status nc_update(fl_cover *c, const fl_cover_batch *b, uint8_t *added,
             if (!(range > 0)) continue;
             if (p->mode == NC_NONE) {
                 for (int64_t j = 0; j < w; j++)
-                    if (!hit[j] && (double)v[j] > t) hit[j] = 1, c->covered++, new = 1;
+                    if (!fl_cover_is_hit(c, off + j) && (double)v[j] > t)
+                        new |= fl_cover_hit(c, off + j);
             } else {
                 for (int64_t j = 0; j < w; j++)
-                    if (!hit[j] && ((double)v[j] - lo) / range > t)
-                        hit[j] = 1, c->covered++, new = 1;
+                    if (!fl_cover_is_hit(c, off + j) && ((double)v[j] - lo) / range > t)
+                        new |= fl_cover_hit(c, off + j);
             }
         }
         added[i] = (uint8_t)new;
@@ -91,19 +91,32 @@ const fl_cover_ops fl_cover_nc = {"nc", "nc[:T[:deepxplore|channel|meanabs|none]
 /* ---- profile-based: KMNC, NBC, SNAC ------------------------------------------------------------ */
 typedef struct {
     int64_t k;
-    double *lo, *hi; /* [total] KMNC: training min/max; NBC/SNAC: the σ-extended bounds */
-    double *unit;    /* [total] KMNC section width (hi - lo) / k */
-    int64_t *base;   /* [total] KMNC: first item of the neuron's sections, -1 when constant */
+    double *lo, *hi; /* [total] KMNC: training min/max (+inf/-inf for a constant neuron, which
+                        no value falls between) */
+    double *unit;    /* [total] KMNC section width (hi - lo) / k (1 for a constant neuron) */
+    int64_t *base;   /* [total] KMNC: first item of the neuron's sections */
+    float *lof, *hif; /* [total] NBC/SNAC: the σ-extended bounds as floats, rounded inwards so
+                         that for a float x, x < lof <=> x < lo and x > hif <=> x > hi */
 } bound_params;
 
 static void bound_free(void *pp) {
     bound_params *p = pp;
     if (!p) return;
-    free(p->lo), free(p->hi), free(p->unit), free(p->base);
+    free(p->lo), free(p->hi), free(p->unit), free(p->base), free(p->lof), free(p->hif);
     free(p);
 }
 
 typedef enum { B_KMNC, B_NBC, B_SNAC } bound_kind;
+
+/* The largest float <= v / the smallest float >= v. */
+static float float_down(double v) {
+    float f = (float)v;
+    return (double)f > v ? nextafterf(f, -INFINITY) : f;
+}
+static float float_up(double v) {
+    float f = (float)v;
+    return (double)f < v ? nextafterf(f, INFINITY) : f;
+}
 
 static fl_status bound_init(fl_cover *c, const fl_cover_ctx *ctx, const char *arg,
                             bound_kind kind, fl_err *e) {
@@ -133,15 +146,20 @@ static fl_status bound_init(fl_cover *c, const fl_cover_ctx *ctx, const char *ar
     if (p) {
         c->params = p;
         p->k = k;
-        p->lo = malloc(sizeof(double) * T);
-        p->hi = malloc(sizeof(double) * T);
         if (kind == B_KMNC) {
+            p->lo = malloc(sizeof(double) * T);
+            p->hi = malloc(sizeof(double) * T);
             p->unit = malloc(sizeof(double) * T);
             p->base = malloc(sizeof(int64_t) * T);
+        } else {
+            p->lof = malloc(sizeof(float) * T);
+            p->hif = malloc(sizeof(float) * T);
         }
     }
     int64_t *items = malloc(sizeof(int64_t) * (size_t)ls->n);
-    if (!p || !p->lo || !p->hi || (kind == B_KMNC && (!p->unit || !p->base)) || !items) {
+    if (!p || !items ||
+        (kind == B_KMNC ? !p->lo || !p->hi || !p->unit || !p->base : !p->lof || !p->hif) ||
+        (kind == B_KMNC && fl_cover_scratch(c, sizeof(int32_t) * T, e) != FL_OK)) {
         free(items);
         return fl_fail(e, FL_ERR_NOMEM, "out of memory for '%s'", c->spec);
     }
@@ -150,16 +168,17 @@ static fl_status bound_init(fl_cover *c, const fl_cover_ctx *ctx, const char *ar
         int64_t first = next;
         for (int64_t j = ls->offset[l]; j < ls->offset[l] + ls->width[l]; j++) {
             if (kind == B_KMNC) {
-                p->lo[j] = pr->min[j];
-                p->hi[j] = pr->max[j];
-                p->unit[j] = (p->hi[j] - p->lo[j]) / (double)k;
                 /* A neuron constant on the training set has no sections (DeepGauge's width
                  * (high - low) / k is 0): it is left out of KMNC's total. */
-                p->base[j] = p->hi[j] > p->lo[j] ? next : -1;
-                if (p->base[j] >= 0) next += k;
+                int varies = pr->max[j] > pr->min[j];
+                p->lo[j] = varies ? pr->min[j] : INFINITY;
+                p->hi[j] = varies ? pr->max[j] : -INFINITY;
+                p->unit[j] = varies ? ((double)pr->max[j] - pr->min[j]) / (double)k : 1;
+                p->base[j] = next;
+                if (varies) next += k;
             } else {
-                p->lo[j] = (double)pr->min[j] - sigma * pr->std[j];
-                p->hi[j] = (double)pr->max[j] + sigma * pr->std[j];
+                p->lof[j] = float_up((double)pr->min[j] - sigma * pr->std[j]);
+                p->hif[j] = float_down((double)pr->max[j] + sigma * pr->std[j]);
             }
         }
         items[l] = kind == B_KMNC ? next - first : ls->width[l] * (kind == B_NBC ? 2 : 1);
@@ -179,37 +198,73 @@ static fl_status snac_init(fl_cover *c, const fl_cover_ctx *x, const char *a, fl
     return bound_init(c, x, a, B_SNAC, e);
 }
 
+/* sec[j] = the section of x[j], or -1 outside [lo, hi]. DeepHunter's index: int((x - lo) /
+ * unit), the top edge folded into section k-1. Four neurons at a time in GCC vectors (the
+ * same double arithmetic as the scalar tail: subtraction, division, truncation). */
+typedef double v4d __attribute__((vector_size(32)));
+typedef int64_t v4l __attribute__((vector_size(32)));
+typedef float v4f __attribute__((vector_size(16)));
+typedef int32_t v4i __attribute__((vector_size(16)));
+
+__attribute__((target_clones("avx2", "default")))
+static void kmnc_sections(const float *x, const double *lo, const double *hi, const double *unit,
+                          int64_t T, int32_t k, int32_t *sec) {
+    int64_t j = 0;
+    v4i top = {k - 1, k - 1, k - 1, k - 1};
+    for (; j + 4 <= T; j += 4) {
+        v4f xf;
+        v4d l, h, u;
+        memcpy(&xf, x + j, sizeof xf);
+        memcpy(&l, lo + j, sizeof l);
+        memcpy(&h, hi + j, sizeof h);
+        memcpy(&u, unit + j, sizeof u);
+        v4d v = __builtin_convertvector(xf, v4d);
+        v4d q = (v - l) / u;
+        v4l in = (v >= l) & (v <= h);
+        q = (v4d)((v4l)q & in); /* 0.0 outside, so the conversion below is defined */
+        v4i s = __builtin_convertvector(q, v4i);
+        v4i over = s > top;
+        s = (s & ~over) | (top & over);
+        v4i in32 = __builtin_convertvector(in, v4i);
+        s = s | ~in32;
+        memcpy(sec + j, &s, sizeof s);
+    }
+    for (; j < T; j++) {
+        double v = x[j];
+        int in = v >= lo[j] && v <= hi[j];
+        int32_t s = in ? (int32_t)((v - lo[j]) / unit[j]) : -1;
+        sec[j] = s < k - 1 ? s : k - 1;
+    }
+}
+
 static fl_status kmnc_update(fl_cover *c, const fl_cover_batch *b, uint8_t *added, fl_err *e) {
     (void)e;
     const bound_params *p = c->params;
-    int64_t T = c->ctx.ls->total, k = p->k;
+    int64_t T = c->ctx.ls->total;
+    int32_t *sec = c->scratch;
     for (int i = 0; i < b->n; i++) {
-        const float *v = b->mean + i * T;
+        kmnc_sections(b->mean + i * T, p->lo, p->hi, p->unit, T, (int32_t)p->k, sec);
         int new = 0;
-        for (int64_t j = 0; j < T; j++) {
-            double x = v[j];
-            if (p->base[j] < 0 || x < p->lo[j] || x > p->hi[j]) continue;
-            /* DeepHunter's index: int((x - lo) / unit), the top edge folded into section k-1. */
-            int64_t s = (int64_t)((x - p->lo[j]) / p->unit[j]);
-            if (s >= k) s = k - 1;
-            new |= fl_cover_hit(c, p->base[j] + s);
-        }
+        for (int64_t j = 0; j < T; j++)
+            if (sec[j] >= 0) new |= fl_cover_hit(c, p->base[j] + sec[j]);
         added[i] = (uint8_t)new;
     }
     return FL_OK;
 }
 
-/* NBC: items 2j (below lo) and 2j+1 (above hi); SNAC: item j (above hi). */
+/* NBC: items 2j (below lo) and 2j+1 (above hi); SNAC: item j (above hi). Almost every value
+ * lies inside its bounds, so the loop tests in float without branching on each bound. */
 static fl_status corner_update(fl_cover *c, const fl_cover_batch *b, uint8_t *added, int both) {
     const bound_params *p = c->params;
     int64_t T = c->ctx.ls->total;
+    const float *lo = p->lof, *hi = p->hif;
     for (int i = 0; i < b->n; i++) {
         const float *v = b->mean + i * T;
         int new = 0;
         for (int64_t j = 0; j < T; j++) {
-            double x = v[j];
-            if (x > p->hi[j]) new |= fl_cover_hit(c, both ? 2 * j + 1 : j);
-            else if (both && x < p->lo[j]) new |= fl_cover_hit(c, 2 * j);
+            float x = v[j];
+            if (!((x > hi[j]) | (both & (x < lo[j])))) continue;
+            new |= fl_cover_hit(c, !both ? j : x > hi[j] ? 2 * j + 1 : 2 * j);
         }
         added[i] = (uint8_t)new;
     }

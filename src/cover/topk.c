@@ -66,9 +66,14 @@ static fl_status tknp_init(fl_cover *c, const fl_cover_ctx *x, const char *a, fl
     return topk_init(c, x, a, 1, e);
 }
 
-static int cmp_i32(const void *a, const void *b) {
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    return (x > y) - (x < y);
+/* Ascending insertion sort of a few indices. */
+static void sort_small(int32_t *a, int64_t n) {
+    for (int64_t i = 1; i < n; i++) {
+        int32_t v = a[i];
+        int64_t p = i;
+        for (; p > 0 && a[p - 1] > v; p--) a[p] = a[p - 1];
+        a[p] = v;
+    }
 }
 
 static fl_status topk_update(fl_cover *c, const fl_cover_batch *b, uint8_t *added, int pattern,
@@ -91,7 +96,7 @@ static fl_status topk_update(fl_cover *c, const fl_cover_batch *b, uint8_t *adde
                 for (int64_t q = 0; q < got; q++) new |= fl_cover_hit(c, ls->offset[l] + at[q]);
             } else {
                 /* A pattern is a tuple of per-layer *sets*: order each layer's part. */
-                qsort(at, (size_t)got, sizeof *at, cmp_i32);
+                sort_small(at, got);
                 at += got;
             }
         }

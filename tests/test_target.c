@@ -195,6 +195,27 @@ static void test_write_to_dead_target(void **state) {
     free(big);
 }
 
+/* done before the whole request was read: the unread rest would corrupt the next request, so
+ * the target is restarted. */
+static void test_done_before_request_read(void **state) {
+    size_t n = (size_t)1 << 20;
+    char *big = malloc(n + 1);
+    memset(big, 'r', n);
+    big[n] = 0;
+    fl_target *t = start("early", NULL, NULL);
+    for (int i = 0; i < 3; i++) { /* unsent (1 MB) or unread in the pipe (a short request) */
+        fl_trace *tr = run1(t, i, i < 2 ? big : NULL);
+        expect_exit(tr, FL_EXIT_DONE, 0);
+        assert_int_equal(tr->n_protocol, 1);
+        assert_non_null(strstr(tr->protocol_msg, "done before the whole request"));
+        assert_int_equal(fl_target_pid(t), 0);
+        fl_trace_free(tr);
+    }
+    assert_int_equal(fl_target_starts(t), 3);
+    fl_target_free(t);
+    free(big);
+}
+
 static void test_hang_then_restart(void **state) {
     fl_target *t = start("hang", "2", NULL);
     fl_trace *tr = run1(t, 1, NULL);
@@ -526,6 +547,7 @@ int main(void) {
         cmocka_unit_test(test_crash_then_restart),
         cmocka_unit_test(test_exit_mid_case),
         cmocka_unit_test(test_write_to_dead_target),
+        cmocka_unit_test(test_done_before_request_read),
         cmocka_unit_test(test_hang_then_restart),
         cmocka_unit_test(test_never_answers),
         cmocka_unit_test(test_ignores_sigterm),

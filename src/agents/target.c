@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -340,8 +341,8 @@ void fl_target_free(fl_target *t) {
 }
 
 /* ---- one case ------------------------------------------------------------------------------- */
-/* Split rbuf[0..n) into lines and feed them. Stops at "done" (*done = 1); the bytes after it
- * in this read are after-done lines for the trace to flag. */
+/* Split p[0..n) into lines and feed them; *done = 1 once "done" was among them. Lines after
+ * it in the same read are fed too: the trace flags them as after done. */
 static fl_status feed(fl_target *t, const char *p, size_t n, double t_ms, fl_trace *tr, int *done) {
     while (n > 0) {
         const char *nl = memchr(p, '\n', n);
@@ -439,6 +440,7 @@ fl_status fl_target_run(fl_target *t, const fl_case *c, fl_trace *tr, fl_err *e)
         int rc = poll(p, (nfds_t)np, (int)left + 1);
         if (rc < 0 && errno != EINTR) {
             free(req);
+            stop(t, 1, 0, &sent); /* mid-case: the process cannot serve another one */
             return fl_fail(e, FL_ERR_IO, "target: poll: %s", strerror(errno));
         }
         if (rc <= 0) continue;
@@ -462,6 +464,7 @@ fl_status fl_target_run(fl_target *t, const fl_case *c, fl_trace *tr, fl_err *e)
                 tr->bytes += take;
                 if (feed(t, t->rbuf, take, 1000 * (fl_now() - t0), tr, &done) != FL_OK) {
                     free(req);
+                    stop(t, 1, 0, &sent);
                     return fl_fail(e, FL_ERR_NOMEM, "target: out of memory");
                 }
                 if (over || (done && n < RBUF)) break;
@@ -477,6 +480,13 @@ fl_status fl_target_run(fl_target *t, const fl_case *c, fl_trace *tr, fl_err *e)
         if (t->line_len) fl_trace_problem(tr, "partial line after done");
         t->line_len = 0;
         t->fresh_start = 0;
+        int unread = 0; /* bytes of the request still in the pipe (FIONREAD works on either end) */
+        if (!t->o.fresh && req_off == req_len && ioctl(t->fd_in, FIONREAD, &unread) < 0) unread = 0;
+        if ((req_off < req_len || unread > 0) && !t->o.fresh) {
+            /* The rest of this request would be read as the start of the next one. */
+            fl_trace_problem(tr, "done before the whole request was read; target restarted");
+            stop(t, 1, 0, &sent);
+        }
         if (t->o.fresh) stop(t, 1, t->o.kill_grace_ms, &sent); /* its exit status is its own business */
         return FL_OK;
     }

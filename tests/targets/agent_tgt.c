@@ -22,6 +22,7 @@
  *   memhog     try to malloc and touch 256 MiB: output "ok" or "nomem", done
  *   bigout     an output event of 300 KB, done
  *   noread     exit(5) at once, without reading a request
+ *   early      done after reading the first 100 bytes of the request, then sleep
  */
 #include <signal.h>
 #include <stdio.h>
@@ -55,6 +56,14 @@ static void hang(void) {
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "echo";
     long only = argc > 2 ? atol(argv[2]) : 0;
+    if (!strcmp(mode, "early")) { /* answer after the first bytes of a request, read no more */
+        char buf[100];
+        for (;;) {
+            if (read(0, buf, sizeof buf) <= 0) return 0;
+            out("{\"event\":\"done\"}\n");
+            pause();
+        }
+    }
     if (!strcmp(mode, "noread")) { /* exit without reading: flare's write fails (EPIPE) */
         usleep(30000);
         return 5;

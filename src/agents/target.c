@@ -197,7 +197,8 @@ static fl_status spawn(fl_target *t, const fl_case *c, fl_err *e) {
     t->starts++;
     t->line_len = 0;
     t->line_skip = 0;
-    log_note(t, "[flare: started %s, pid %d]\n", t->argv[0], (int)pid);
+    if (!t->o.fresh) /* fresh mode would fill the capped log with one line per case */
+        log_note(t, "[flare: started %s, pid %d]\n", t->argv[0], (int)pid);
 done:
     free(env);
     for (int i = 0; i < 2; i++) {
@@ -246,7 +247,7 @@ static int stop(fl_target *t, int term, double wait_first_ms, int *sent) {
     if (t->fd_err >= 0) drain_stderr(t);
     if (WIFSIGNALED(status))
         log_note(t, "[flare: pid %d killed by signal %d]\n", (int)t->pid, WTERMSIG(status));
-    else
+    else if (WEXITSTATUS(status) || !t->o.fresh)
         log_note(t, "[flare: pid %d exited with status %d]\n", (int)t->pid, WEXITSTATUS(status));
     close_fd(&t->fd_out);
     close_fd(&t->fd_err);

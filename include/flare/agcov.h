@@ -117,6 +117,10 @@ int fl_agcov_features(const fl_agcov *c, const fl_trace *t, fl_agfeature **out);
  * went to "user", or the agent of the last tool/branch/error event; with nothing before it,
  * the spec's entry agent, or NULL without a spec). NULL for "done". */
 const char *fl_agtrace_actor(const fl_trace *t, int i, const fl_spec *spec);
+/* The agent holding control after the first n events (the rule above; with nothing yet, the
+ * spec's entry agent or NULL). fl_agtrace_holder(t, t->n_events, spec) is who was working
+ * when a case crashed or hung. */
+const char *fl_agtrace_holder(const fl_trace *t, int n, const fl_spec *spec);
 
 /* The handoff edges of a trace in order: every message from -> to, then, when the first event
  * attributed to an agent is not a message from "user", an implicit user -> that agent edge in

@@ -43,9 +43,8 @@ static const char *holder_after(const fl_event *ev) {
     return event_agent(ev);
 }
 
-static const char *producer(const fl_trace *t, int i, const fl_spec *spec) {
-    if (t->events[i].agent) return t->events[i].agent;
-    for (int j = i - 1; j >= 0; j--) {
+const char *fl_agtrace_holder(const fl_trace *t, int n, const fl_spec *spec) {
+    for (int j = (n < t->n_events ? n : t->n_events) - 1; j >= 0; j--) {
         const char *h = holder_after(&t->events[j]);
         if (h) return h;
     }
@@ -54,7 +53,7 @@ static const char *producer(const fl_trace *t, int i, const fl_spec *spec) {
 
 const char *fl_agtrace_actor(const fl_trace *t, int i, const fl_spec *spec) {
     if (i < 0 || i >= t->n_events) return NULL;
-    if (t->events[i].kind == FL_EV_OUTPUT) return producer(t, i, spec);
+    if (t->events[i].kind == FL_EV_OUTPUT) return t->events[i].agent ? t->events[i].agent : fl_agtrace_holder(t, i, spec);
     return event_agent(&t->events[i]);
 }
 

@@ -175,6 +175,36 @@ static void test_mdsa(void **state) {
     free_fixture(&f);
 }
 
+static void test_leave_one_out(void **state) {
+    fixture f;
+    load_fixture(&f);
+    float *rl = load_ref("train_loo_lsa", 20), *rd = load_ref("train_loo_dsa", 20);
+    int64_t idx[20];
+    for (int i = 0; i < 20; i++) idx[i] = (7 * i) % 20; /* any order */
+    double out[20];
+    for (int kind = 0; kind < 2; kind++) {
+        fl_sa_opts o;
+        fl_sa_opts_init(&o, kind ? FL_SA_DSA : FL_SA_LSA);
+        fl_sa *sa;
+        fl_err e = {0};
+        assert_int_equal(fl_sa_new(f.tr.data, f.train_pred, f.n, f.d, &o, &sa, &e), FL_OK);
+        assert_int_equal(fl_sa_score_train(sa, idx, 20, out, &e), FL_OK);
+        for (int i = 0; i < 20; i++) {
+            double ref = kind ? rd[idx[i]] : rl[idx[i]];
+            if (fabs(out[i] - ref) > (kind ? 1e-5 : 1e-3) * fabs(ref))
+                fail_msg("%s leave-one-out of training trace %lld: %.9g vs %.9g",
+                         kind ? "DSA" : "LSA", (long long)idx[i], out[i], ref);
+        }
+        int64_t bad = f.n;
+        assert_int_equal(fl_sa_score_train(sa, &bad, 1, out, &e), FL_ERR_ARG);
+        assert_int_equal(fl_sa_score_train(sa, NULL, 0, out, &e), FL_OK);
+        fl_sa_free(sa);
+    }
+    free(rl);
+    free(rd);
+    free_fixture(&f);
+}
+
 /* ---- surprise coverage ---------------------------------------------------------------------- */
 static double sc_of(const float *v, int64_t n, int k, double lo, double hi, int bounds_from_data) {
     double *x = malloc(sizeof(double) * (size_t)n);
@@ -579,6 +609,7 @@ int main(void) {
         cmocka_unit_test(test_lsa_matches_scipy),
         cmocka_unit_test(test_dsa_matches_sadl),
         cmocka_unit_test(test_mdsa),
+        cmocka_unit_test(test_leave_one_out),
         cmocka_unit_test(test_sc_matches_sadl),
         cmocka_unit_test(test_dsa_blocked_vs_brute_force),
         cmocka_unit_test(test_absent_class_is_nan),

@@ -94,6 +94,14 @@ void fl_sa_free(fl_sa *sa);
 fl_status fl_sa_score(fl_sa *sa, const float *x, const int32_t *pred, int64_t n, double *out,
                       fl_err *e);
 
+/* Leave-one-out SA of training traces: out[i] = the SA of training trace idx[i] (its index in
+ * the arrays given to fl_sa_new), predicted as its own training prediction, against all the
+ * other training traces (LSA: its own kernel left out of the mean; DSA: x_a is its nearest
+ * other same-class trace, NaN when it has none; MDSA: the class statistics include it). The
+ * SA distribution of the training set itself: a reference for thresholds and for default
+ * coverage bounds. */
+fl_status fl_sa_score_train(fl_sa *sa, const int64_t *idx, int64_t n, double *out, fl_err *e);
+
 int64_t fl_sa_dim(const fl_sa *sa);        /* trace width expected (dim given to fl_sa_new) */
 int64_t fl_sa_kept(const fl_sa *sa);       /* neurons actually used (subset, variance drop) */
 int fl_sa_n_classes(const fl_sa *sa);

@@ -33,6 +33,7 @@ void fl_sa_free(fl_sa *sa) {
     if (!sa) return;
     free(sa->cols);
     free(sa->start);
+    free(sa->rank);
     fl_free(sa->raw);
     fl_free(sa->xg);
     free(sa->xn);
@@ -182,7 +183,9 @@ fl_status fl_sa_new(const float *train, const int32_t *pred, int64_t n, int64_t 
         goto fail;
     }
     sa->raw = fl_alloc(sizeof(float) * (size_t)(n * sa->d));
-    if (!sa->raw) goto oom;
+    sa->rank = malloc(sizeof(int64_t) * (size_t)n);
+    if (!sa->raw || !sa->rank) goto oom;
+    for (int64_t r = 0; r < n; r++) sa->rank[perm[r]] = r;
     for (int64_t r = 0; r < n; r++)
         for (int64_t j = 0; j < sa->d; j++)
             sa->raw[r * sa->d + j] = train[perm[r] * dim + sa->cols[j]];
@@ -203,6 +206,15 @@ fail:
 
 /* Inputs are scored per predicted class in chunks of at most this many. */
 #define SA_CHUNK 8192
+
+static fl_status score_class(fl_sa *sa, const float *q, int64_t m, int c, const int64_t *self,
+                             double *out, fl_err *e) {
+    switch (sa->o.kind) {
+    case FL_SA_LSA: return fl__sa_lsa_score(sa, q, m, c, self, out, e);
+    case FL_SA_MDSA: return fl__sa_mdsa_score(sa, q, m, c, out, e);
+    default: return fl__sa_dsa_score(sa, q, m, c, self, out, e);
+    }
+}
 
 fl_status fl_sa_score(fl_sa *sa, const float *x, const int32_t *pred, int64_t n, double *out,
                       fl_err *e) {
@@ -249,11 +261,7 @@ fl_status fl_sa_score(fl_sa *sa, const float *x, const int32_t *pred, int64_t n,
             for (int64_t k = 0; k < m; k++)
                 for (int64_t j = 0; j < sa->d; j++)
                     q[k * sa->d + j] = x[order[s + k] * sa->dim + sa->cols[j]];
-            switch (sa->o.kind) {
-            case FL_SA_LSA: st = fl__sa_lsa_score(sa, q, m, c, r, e); break;
-            case FL_SA_MDSA: st = fl__sa_mdsa_score(sa, q, m, c, r, e); break;
-            default: st = fl__sa_dsa_score(sa, q, m, c, r, e); break;
-            }
+            st = score_class(sa, q, m, c, NULL, r, e);
             for (int64_t k = 0; k < m && st == FL_OK; k++) out[order[s + k]] = r[k];
         }
     }
@@ -263,6 +271,70 @@ fl_status fl_sa_score(fl_sa *sa, const float *x, const int32_t *pred, int64_t n,
 out:
     free(cnt);
     free(order);
+    free(q);
+    free(r);
+    return st;
+}
+
+fl_status fl_sa_score_train(fl_sa *sa, const int64_t *idx, int64_t n, double *out, fl_err *e) {
+    sa->absent = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (idx[i] < 0 || idx[i] >= sa->n)
+            return fl_fail(e, FL_ERR_ARG, "training trace index %lld is outside [0, %lld)",
+                           (long long)idx[i], (long long)sa->n);
+    /* Sorted rows are grouped by class already: sort the requested rows, score runs. */
+    int64_t *rows = malloc(sizeof(int64_t) * (size_t)(n ? n : 1)), *pos = NULL;
+    float *q = NULL;
+    double *r = NULL;
+    int64_t chunk = n < SA_CHUNK ? n : SA_CHUNK;
+    fl_status st = FL_OK;
+    if (rows) {
+        pos = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+        q = malloc(sizeof(float) * (size_t)((chunk ? chunk : 1) * sa->d));
+        r = malloc(sizeof(double) * (size_t)(chunk ? chunk : 1));
+    }
+    if (!rows || !pos || !q || !r) {
+        st = fl_fail(e, FL_ERR_NOMEM, "out of memory scoring %lld training traces", (long long)n);
+        goto out;
+    }
+    /* Counting sort of the requested traces by class (the class of sorted row `row` is the k
+     * with start[k] <= row < start[k+1]). */
+    int64_t *cnt = calloc((size_t)sa->C + 1, sizeof(int64_t));
+    if (!cnt) {
+        st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        for (int64_t i = 0; i < n; i++) {
+            int64_t row = sa->rank[idx[i]];
+            int lo = 0, hi = sa->C;
+            while (hi - lo > 1) {
+                int mid = (lo + hi) / 2;
+                if (sa->start[mid] <= row) lo = mid; else hi = mid;
+            }
+            if (pass == 0) {
+                cnt[lo + 1]++;
+            } else {
+                pos[cnt[lo]] = i;
+                rows[cnt[lo]++] = row;
+            }
+        }
+        for (int k = 0; pass == 0 && k < sa->C; k++) cnt[k + 1] += cnt[k];
+    }
+    for (int k = 0; k < sa->C && st == FL_OK; k++) {
+        int64_t lo = k ? cnt[k - 1] : 0, hi = cnt[k];
+        for (int64_t s = lo; s < hi && st == FL_OK; s += chunk) {
+            int64_t m = hi - s < chunk ? hi - s : chunk;
+            for (int64_t j = 0; j < m; j++)
+                memcpy(q + j * sa->d, sa->raw + rows[s + j] * sa->d, sizeof(float) * (size_t)sa->d);
+            st = score_class(sa, q, m, k, rows + s, r, e);
+            for (int64_t j = 0; j < m && st == FL_OK; j++) out[pos[s + j]] = r[j];
+        }
+    }
+    free(cnt);
+out:
+    free(rows);
+    free(pos);
     free(q);
     free(r);
     return st;

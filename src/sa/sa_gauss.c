@@ -208,7 +208,8 @@ static double lsa_expsum(const float *v, float mn, int nb) {
     return s;
 }
 
-fl_status fl__sa_lsa_score(fl_sa *sa, const float *q, int64_t m, int c, double *out, fl_err *e) {
+fl_status fl__sa_lsa_score(fl_sa *sa, const float *q, int64_t m, int c, const int64_t *self,
+                           double *out, fl_err *e) {
     int64_t d = sa->d, s0 = sa->start[c], s1 = sa->start[c + 1];
     const double *W = sa->W + (int64_t)c * d * d, *mu = sa->mu + (int64_t)c * d;
     float *zq = fl_alloc(sizeof(float) * (size_t)(LSA_MB * d));
@@ -242,6 +243,8 @@ fl_status fl__sa_lsa_score(fl_sa *sa, const float *q, int64_t m, int c, double *
             const float *xn = sa->xn + t0;
             for (int i = 0; i < mb; i++) {
                 float *row = buf + (int64_t)i * nb;
+                int64_t me = self ? self[q0 + i] - t0 : -1;
+                if (me >= 0 && me < nb) row[me] = INFINITY; /* leave-one-out */
                 float bmin = lsa_dist_row(row, xn, qn[i], nb);
                 if (bmin < mn[i]) {
                     if (sum[i] > 0) sum[i] *= exp(-0.5 * ((double)mn[i] - bmin));
@@ -261,7 +264,10 @@ fl_status fl__sa_lsa_score(fl_sa *sa, const float *q, int64_t m, int c, double *
             for (int64_t j = 0; j < d; j++) d2 += (z[j] - zt[j]) * (z[j] - zt[j]);
             double rest = (sum[i] - 1.0) * exp(0.5 * (d2 - (double)mn[i]));
             double logsum = -0.5 * d2 + log1p(rest > 0 ? rest : 0);
-            out[q0 + i] = -(logsum + sa->lognorm[c]);
+            double lognorm = sa->lognorm[c];
+            if (self && self[q0 + i] >= 0) /* the mean over the n_c - 1 other kernels */
+                lognorm += log((double)(s1 - s0)) - log((double)(s1 - s0 - 1));
+            out[q0 + i] = -(logsum + lognorm);
         }
     }
 out:

@@ -22,6 +22,7 @@ struct fl_sa {
     int C;            /* classes */
     int64_t n;        /* training traces */
     int64_t *start;   /* [C+1] class row ranges */
+    int64_t *rank;    /* [n] sorted row of each training trace (by its index as handed in) */
     float *raw;       /* [n, d] training traces (columns in use), sorted by class */
     /* Float rows for the GEMM distance kernels. DSA: raw minus the training mean (distances
      * do not change; the norms, and with them the rounding error of |a|^2+|b|^2-2ab, shrink).
@@ -40,16 +41,21 @@ struct fl_sa {
     int64_t absent;   /* NaN results of the last scoring call */
 };
 
-/* Per-class Gaussian pieces for LSA and MDSA (sa_gauss.c). */
+/* The scoring kernels take m inputs q[m, d] (columns in use, finite), all predicted as class
+ * c (present), and write out[m]. self (NULL, or [m]) gives, for inputs that are training
+ * traces themselves, their sorted row (-1 for none): that row is left out (leave-one-out). */
+
+/* Per-class Gaussian pieces for LSA and MDSA (sa_gauss.c). MDSA ignores self. */
 fl_status fl__sa_gauss_build(fl_sa *sa, fl_err *e);
-/* Score m inputs q[m, d] (columns in use, finite) all predicted as class c (present). */
-fl_status fl__sa_lsa_score(fl_sa *sa, const float *q, int64_t m, int c, double *out, fl_err *e);
+fl_status fl__sa_lsa_score(fl_sa *sa, const float *q, int64_t m, int c, const int64_t *self,
+                           double *out, fl_err *e);
 fl_status fl__sa_mdsa_score(fl_sa *sa, const float *q, int64_t m, int c, double *out,
                             fl_err *e);
 
 /* Nearest neighbours and DSA (sa_nn.c). */
 fl_status fl__sa_dsa_build(fl_sa *sa, fl_err *e);
-fl_status fl__sa_dsa_score(fl_sa *sa, const float *q, int64_t m, int c, double *out, fl_err *e);
+fl_status fl__sa_dsa_score(fl_sa *sa, const float *q, int64_t m, int c, const int64_t *self,
+                           double *out, fl_err *e);
 
 /* Eight floats / int32s as one GCC vector (AVX2 in the target_clones("avx2") kernels, two
  * SSE halves otherwise). Comparisons give int masks (-1 / 0). */

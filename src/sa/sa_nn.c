@@ -77,9 +77,11 @@ static float block_min(const float *row, const float *xn, int nb) {
 }
 
 /* For each of the m query rows q[m, d] (columns in use, uncentred), the nearest training row
- * among the row ranges rg[0..nrg) (pairs [lo, hi)): its index (best) and exact distance. */
+ * among the row ranges rg[0..nrg) (pairs [lo, hi)), other than self[i] (self may be NULL): its
+ * index (best; -1 when the ranges hold no other row) and exact distance (then +inf). */
 static fl_status nn_search(const fl_sa *sa, const float *q, int64_t m, const int64_t (*rg)[2],
-                           int nrg, int64_t *best, double *dist, fl_err *e) {
+                           int nrg, const int64_t *self, int64_t *best, double *dist,
+                           fl_err *e) {
     int64_t d = sa->d;
     float *qc = fl_alloc(sizeof(float) * (size_t)(NN_MB * d));
     float *buf = fl_alloc(sizeof(float) * NN_MB * NN_NB);
@@ -114,8 +116,10 @@ static fl_status nn_search(const fl_sa *sa, const float *q, int64_t m, const int
                          buf, nb);
                 const float *xn = sa->xn + t0;
                 for (int i = 0; i < mb; i++) {
-                    const float *row = buf + (int64_t)i * nb;
+                    float *row = buf + (int64_t)i * nb;
                     nn_row *r = rows + i;
+                    int64_t me = self ? self[q0 + i] - t0 : -1;
+                    if (me >= 0 && me < nb) row[me] = INFINITY; /* leave-one-out */
                     if (block_min(row, xn, nb) + qn[i] > r->best + r->tau) continue;
                     for (int j = 0; j < nb; j++) {
                         float v = row[j] + xn[j] + qn[i];
@@ -169,7 +173,7 @@ static fl_status fill_nb(fl_sa *sa, int c, const int64_t *idx, int64_t k, fl_err
     else {
         for (int64_t i = 0; i < k; i++)
             memcpy(q + i * d, sa->raw + idx[i] * d, sizeof(float) * (size_t)d);
-        st = nn_search(sa, q, k, (const int64_t(*)[2])rg, nrg, bi, bd, e);
+        st = nn_search(sa, q, k, (const int64_t(*)[2])rg, nrg, NULL, bi, bd, e);
         for (int64_t i = 0; i < k && st == FL_OK; i++) sa->nb[idx[i]] = bd[i];
     }
     free(q);
@@ -209,7 +213,8 @@ fl_status fl__sa_dsa_build(fl_sa *sa, fl_err *e) {
     return st;
 }
 
-fl_status fl__sa_dsa_score(fl_sa *sa, const float *q, int64_t m, int c, double *out, fl_err *e) {
+fl_status fl__sa_dsa_score(fl_sa *sa, const float *q, int64_t m, int c, const int64_t *self,
+                           double *out, fl_err *e) {
     int64_t *a = malloc(sizeof(int64_t) * (size_t)m), *need = calloc((size_t)m, sizeof(int64_t));
     double *ad = malloc(sizeof(double) * (size_t)m), *bd = malloc(sizeof(double) * (size_t)m);
     fl_status st = FL_OK;
@@ -219,11 +224,11 @@ fl_status fl__sa_dsa_score(fl_sa *sa, const float *q, int64_t m, int c, double *
     }
     int64_t same[1][2] = {{sa->start[c], sa->start[c + 1]}}, rg[2][2] = {{0, 0}, {0, 0}};
     int nrg = other_ranges(sa, c, rg);
-    st = nn_search(sa, q, m, (const int64_t(*)[2])same, 1, a, ad, e);
+    st = nn_search(sa, q, m, (const int64_t(*)[2])same, 1, self, a, ad, e);
     if (st != FL_OK) goto out;
     if (sa->o.dsa_variant == FL_DSA_NLC) {
         int64_t *bi = need; /* reused: indices are not needed */
-        st = nn_search(sa, q, m, (const int64_t(*)[2])rg, nrg, bi, bd, e);
+        st = nn_search(sa, q, m, (const int64_t(*)[2])rg, nrg, NULL, bi, bd, e);
         for (int64_t i = 0; i < m && st == FL_OK; i++) out[i] = ad[i] / bd[i];
         goto out;
     }
@@ -231,13 +236,13 @@ fl_status fl__sa_dsa_score(fl_sa *sa, const float *q, int64_t m, int c, double *
      * marked as queued by setting its cached value to -1 (distances are never negative). */
     int64_t k = 0;
     for (int64_t i = 0; i < m; i++)
-        if (isnan(sa->nb[a[i]])) sa->nb[a[i]] = -1, need[k++] = a[i];
+        if (a[i] >= 0 && isnan(sa->nb[a[i]])) sa->nb[a[i]] = -1, need[k++] = a[i];
     st = fill_nb(sa, c, need, k, e);
     if (st != FL_OK) {
         for (int64_t i = 0; i < k; i++) sa->nb[need[i]] = NAN;
         goto out;
     }
-    for (int64_t i = 0; i < m; i++) out[i] = ad[i] / sa->nb[a[i]];
+    for (int64_t i = 0; i < m; i++) out[i] = a[i] >= 0 ? ad[i] / sa->nb[a[i]] : NAN;
 out:
     free(a);
     free(need);

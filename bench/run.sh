@@ -21,6 +21,11 @@ else
   echo "(python3-torch not installed: no PyTorch baseline)"
 fi
 
+if [ -x "$build/bench/bench_agents_target" ]; then
+  echo "== flare agents: per-case overhead of the target runner =="
+  "$build/bench/bench_agents_target" | tee -a "$res"
+fi
+
 echo "== peak RSS: flare nn train --arch lenet5, 1 epoch =="
 /usr/bin/time -f '%M' -o "$build/bench/tmp/rss" "$build/flare" nn train --arch lenet5 \
   --data fashion-mnist --epochs 1 --batch 64 --seed 1 --threads "$threads" \

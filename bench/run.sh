@@ -60,6 +60,12 @@ if c:
 m = r.get("lenet5_train_peak_rss")
 if m:
     row("peak RSS, nn train lenet5", f"{m['kb']/1024:.0f} MB", "<= 200MB", m["kb"] <= 200 * 1024)
+p = r.get("agents_persistent")
+if p:
+    row("agents: flare overhead per case, trivial persistent target", f"{p['us_per_case']:.1f} us", "<= 100us", p["us_per_case"] <= 100)
+q = r.get("agents_fresh_vs_persistent")
+if q:
+    row("agents: --fresh / persistent time per case", f"{q['ratio']:.0f}x", ">= 20x", q["ratio"] >= 20)
 a = r.get("lenet5_10ep")
 if a:
     acc = a.get("test_acc", -1)

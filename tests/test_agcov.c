@@ -339,6 +339,15 @@ static void test_clusters(void **state) {
     assert_int_equal(fl_clusters_assign(cl, x), 0);
     assert_int_equal(fl_clusters_count(cl), 3);
     fl_clusters_free(cl);
+    /* Hartigan's rule: the first leader within the radius, not the nearest */
+    cl = fl_clusters_new(4, 0.5f, 10);
+    float v[4] = {0.8f, 0.6f, 0, 0};
+    assert_int_equal(fl_clusters_assign(cl, y), 0);
+    assert_int_equal(fl_clusters_assign(cl, x), 1);
+    assert_int_equal(fl_clusters_nearest(cl, v, &cs), 1);
+    assert_int_equal(fl_clusters_find(cl, v), 0);
+    assert_int_equal(fl_clusters_assign(cl, v), 0);
+    fl_clusters_free(cl);
 }
 
 static const char *spec_text =

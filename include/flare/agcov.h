@@ -59,9 +59,9 @@ const char *fl_agcov_bucket_name(uint8_t bucket);
 typedef struct fl_agcov_opts {
     int embed_dim;      /* embedding dimensions (default 512; 16..4096) */
     int embed_ngram;    /* character n-gram length (default 3; 1..8) */
-    float cluster_cos;  /* an output joins the nearest cluster whose leader is at cosine >= this
+    float cluster_cos;  /* an output joins the first cluster whose leader is at cosine >= this
                            (default 0.5); otherwise it starts a new cluster */
-    int max_clusters;   /* when reached, outputs join the nearest cluster (default 4096) */
+    int max_clusters;   /* when reached, outputs join the nearest cluster (default 1024) */
     unsigned families;  /* bitmask of (1u << fl_agfeat_kind) to collect (default: all) */
 } fl_agcov_opts;
 
@@ -155,16 +155,17 @@ uint64_t fl_aghash_final(uint64_t h); /* avalanche (splitmix64 finaliser) */
  * Returns the number of n-grams (0: the text was empty or white space only; v is all zero). */
 int fl_embed_text(const char *s, size_t len, int ngram, float *v, int dim);
 
-/* Leader clustering (Hartigan 1975): a vector joins the first-created cluster among those with
- * the highest cosine to its leader when that cosine >= min_cos, else it leads a new cluster.
- * Leaders never move, so assignments are deterministic and never change. */
+/* Leader clustering (Hartigan 1975, "Clustering Algorithms", ch. 3): a vector joins the
+ * first-created cluster whose leader is at cosine >= min_cos, else it leads a new cluster
+ * (once max_clusters exist: the nearest). Leaders never move, so assignments are
+ * deterministic and never change. */
 typedef struct fl_clusters fl_clusters;
 fl_clusters *fl_clusters_new(int dim, float min_cos, int max_clusters);
 void fl_clusters_free(fl_clusters *c);
 int fl_clusters_count(const fl_clusters *c);
 /* Nearest cluster of unit vector v and its cosine (-1 and *cos = -2 when there is none). */
 int fl_clusters_nearest(const fl_clusters *c, const float *v, float *cos);
-/* The cluster v would join: the nearest within the radius; -1 when v would start a new one;
+/* The cluster v would join: the first within the radius; -1 when v would start a new one;
  * when the table is full, the nearest. Does not modify c. */
 int fl_clusters_find(const fl_clusters *c, const float *v);
 /* The same, and creates the new cluster led by v when needed. -2: out of memory. */

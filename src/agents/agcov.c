@@ -61,7 +61,7 @@ const char *fl_agcov_bucket_name(uint8_t b) {
 }
 
 void fl_agcov_opts_default(fl_agcov_opts *o) {
-    *o = (fl_agcov_opts){.embed_dim = 512, .embed_ngram = 3, .cluster_cos = 0.5f, .max_clusters = 4096,
+    *o = (fl_agcov_opts){.embed_dim = 512, .embed_ngram = 3, .cluster_cos = 0.5f, .max_clusters = 1024,
                          .families = (1u << FL_AGF_COUNT_) - 1};
 }
 

@@ -1,0 +1,168 @@
+/* flare agents fuzz: a coverage-guided campaign (fl_campaign_run) with a status screen.
+ *
+ * The command's own work is presentation: the seed line, the status (an ANSI screen redrawn in
+ * place on a terminal, a plain line every few seconds otherwise), Ctrl-C / SIGTERM turned into
+ * a clean stop, and the summary with the findings table at the end. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/progress.h"
+#include "flare/campaign.h"
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_signal(int sig) {
+    (void)sig;
+    stop_flag = 1;
+}
+
+typedef struct screen {
+    int tty, lines; /* lines drawn last time (to move the cursor back over them) */
+    const cli_opts *o;
+    uint64_t seed;
+} screen;
+
+static void cov_text(const fl_campaign_stats *s, char *buf, size_t n) {
+    if (s->edges_allowed > 0)
+        snprintf(buf, n, "%d/%d edges (%.1f%%), intra-agent %.1f%%", s->edges_seen,
+                 s->edges_allowed, 100 * s->inter_cov, s->intra_cov >= 0 ? 100 * s->intra_cov : 0);
+    else
+        snprintf(buf, n, "%d edges (no spec)", s->edges_seen);
+}
+
+static void kinds_text(const fl_campaign_stats *s, char *buf, size_t n) {
+    size_t k = 0;
+    buf[0] = 0;
+    for (int i = 0; i < s->n_kinds && k + 1 < n; i++)
+        if (s->kind_count[i]) {
+            int w = snprintf(buf + k, n - k, "%s%s %d", k ? ", " : "", s->kind_name[i],
+                             s->kind_count[i]);
+            if (w > 0) k += (size_t)w;
+        }
+}
+
+static void on_status(const fl_campaign_stats *s, void *user) {
+    screen *sc = user;
+    char rt[32], ago[32], cov[128], kinds[512];
+    cli_fmt_duration(s->run_time, rt, sizeof rt);
+    cov_text(s, cov, sizeof cov);
+    kinds_text(s, kinds, sizeof kinds);
+    double now = (double)time(NULL);
+    if (!sc->tty) {
+        fprintf(stderr, "[%s] execs %llu (%.0f/s)  corpus %d  features %lld  %s  findings %d%s%s%s\n",
+                rt, (unsigned long long)s->execs, s->execs_per_sec, s->corpus_count,
+                (long long)s->features, cov, s->findings, kinds[0] ? " (" : "", kinds,
+                kinds[0] ? ")" : "");
+        return;
+    }
+    if (sc->lines) fprintf(stderr, "\033[%dA", sc->lines); /* back to the top of the screen */
+    int w = cli_term_width(stderr) - 1;
+#define LINE(...) (fprintf(stderr, "\033[K"), fprintf(stderr, __VA_ARGS__), fputc('\n', stderr))
+    LINE("\033[1mflare agents fuzz\033[0m  seed %llu  schedule %s  %lld target%s%s",
+         (unsigned long long)sc->seed, sc->o->schedule, (long long)sc->o->jobs,
+         sc->o->jobs == 1 ? "" : "s", s->done ? "  (finished)" : "  (Ctrl-C stops)");
+    LINE("     run time : %s", rt);
+    LINE("        execs : %llu  (%.1f/s)", (unsigned long long)s->execs, s->execs_per_sec);
+    LINE("       corpus : %d  (%d kept for new coverage)", s->corpus_count, s->corpus_found);
+    LINE("     coverage : %lld features, %.*s", (long long)s->features, w > 40 ? w - 40 : 40, cov);
+    LINE("     findings : %d distinct%s%.*s", s->findings, kinds[0] ? " - " : "",
+         w > 40 ? w - 40 : 40, kinds);
+    if (s->hangs || s->crashes)
+        LINE("  crash/hang : %llu crashed, %llu timed out (cases, not distinct)",
+             (unsigned long long)s->crashes, (unsigned long long)s->hangs);
+    else
+        LINE("%s", "");
+    if (s->last_find_time > 0)
+        LINE("    last find : %s ago - %.*s",
+             cli_fmt_duration(now - s->last_find_time, ago, sizeof ago), w > 40 ? w - 40 : 40,
+             s->last_find);
+    else
+        LINE("    last find : none yet");
+#undef LINE
+    sc->lines = 8;
+    fflush(stderr);
+}
+
+/* The command line for fuzzer_stats, rebuilt from the options (flare does not keep argv). */
+static void command_line(const cli_opts *o, uint64_t seed, char *buf, size_t n) {
+    size_t k = 0;
+#define ADD(...) do { int w_ = snprintf(buf + k, n - k, __VA_ARGS__); \
+                      if (w_ > 0 && (size_t)w_ < n - k) k += (size_t)w_; } while (0)
+    ADD("flare agents fuzz -i %s -o %s -s %llu -p %s -t %lld", o->fuzz_in, o->fuzz_out,
+        (unsigned long long)seed, o->schedule, (long long)o->timeout_ms);
+    if (o->set[F_max_time]) ADD(" -V %g", o->max_time);
+    if (o->set[F_max_execs]) ADD(" -E %lld", (long long)o->max_execs);
+    if (o->jobs != 1) ADD(" -j %lld", (long long)o->jobs);
+    if (o->set[F_dict]) ADD(" -x %s", o->dict);
+    if (o->set[F_spec]) ADD(" --spec %s", o->spec);
+    if (o->fresh) ADD(" --fresh");
+    if (o->mem_limit) ADD(" -m %lld", (long long)o->mem_limit);
+    ADD(" --");
+    for (int i = 0; i < o->n_trailing; i++) ADD(" %s", o->trailing[i]);
+#undef ADD
+}
+
+int cmd_agents_fuzz(const cli_opts *o) {
+    fl_err e = {0};
+    uint64_t seed;
+    if (o->set[F_fuzz_seed]) seed = o->fuzz_seed;
+    else if (getrandom(&seed, sizeof seed, 0) != (ssize_t)sizeof seed)
+        seed = (uint64_t)(fl_now() * 1e9) ^ ((uint64_t)getpid() << 32);
+    char cmdline[4096];
+    command_line(o, seed, cmdline, sizeof cmdline);
+
+    fl_campaign_opts co;
+    fl_campaign_opts_default(&co);
+    co.in_dir = o->fuzz_in;
+    co.out_dir = o->fuzz_out;
+    co.argv = o->trailing;
+    co.max_seconds = o->set[F_max_time] ? o->max_time : 0;
+    co.max_execs = o->set[F_max_execs] ? (uint64_t)o->max_execs : 0;
+    co.seed = seed;
+    co.timeout_ms = (int)o->timeout_ms;
+    co.jobs = (int)o->jobs;
+    co.fresh = o->fresh;
+    co.mem_limit_mb = (int)o->mem_limit;
+    co.dict_path = o->set[F_dict] ? o->dict : NULL;
+    co.spec_path = o->set[F_spec] ? o->spec : NULL;
+    co.command_line = cmdline;
+    if (fl_schedule_parse(o->schedule, &co.schedule, &e)) return cli_usage(o->cmd, "-p: %s", e.msg);
+    screen sc = {.tty = cli_isatty(stderr), .o = o, .seed = seed};
+    if (!o->quiet) {
+        co.on_status = on_status;
+        co.user = &sc;
+        co.status_every = sc.tty ? 0.25 : 5;
+    }
+    co.stop = &stop_flag;
+
+    cli_note("seed %llu (repeat this campaign with -s %llu%s)\n", (unsigned long long)seed,
+             (unsigned long long)seed, co.jobs > 1 ? " -j 1; -j > 1 is not repeatable" : "");
+    struct sigaction sa = {0}, old_int, old_term;
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C kills at once (findings are on disk) */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    fl_campaign_result r;
+    fl_status st = fl_campaign_run(&co, &r, &e);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    if (st) return cli_fail(&e);
+
+    const fl_campaign_stats *s = &r.stats;
+    char cov[128];
+    cov_text(s, cov, sizeof cov);
+    printf("%s%llu cases in %.1f s (%.1f/s), corpus %d, %lld features, %s\n",
+           r.stopped ? "stopped: " : "", (unsigned long long)s->execs, s->run_time,
+           s->execs_per_sec, s->corpus_count, (long long)s->features, cov);
+    printf("findings: %d distinct\n", s->findings);
+    if (s->findings && fl_report_print(o->fuzz_out, stdout, &e)) return cli_fail(&e);
+    printf("report: %s/report.html (and report.md)\n", o->fuzz_out);
+    return CLI_OK;
+}

@@ -1,0 +1,27 @@
+/* flare agents replay: re-run saved failure cases (fl_replay_run). Exit status 0 when none
+ * fails any more, 1 when some still fail (or flare itself failed), 2 for usage errors. */
+#include <stdio.h>
+
+#include "cli/cli.h"
+#include "flare/campaign.h"
+
+int cmd_agents_replay(const cli_opts *o) {
+    fl_err e = {0};
+    fl_replay_opts ro = {
+        .argv = o->trailing,
+        .timeout_ms = (int)o->timeout_ms,
+        .fresh = o->fresh,
+        .mem_limit_mb = (int)o->mem_limit,
+        .spec_path = o->set[F_spec] ? o->spec : NULL,
+        .junit_path = o->set[F_junit] ? o->junit : NULL,
+        .log = o->quiet ? NULL : stdout,
+    };
+    fl_replay_result r;
+    if (fl_replay_run(o->cases, &ro, &r, &e)) return cli_fail(&e);
+    if (r.n_cases == 0) cli_note("%s: no saved cases (*.json)\n", o->cases);
+    printf("%d case%s: %d still fail%s (%d with the saved signature), %d fixed\n", r.n_cases,
+           r.n_cases == 1 ? "" : "s", r.n_failing, r.n_failing == 1 ? "s" : "", r.n_same,
+           r.n_fixed);
+    if (ro.junit_path) cli_note("JUnit report: %s\n", ro.junit_path);
+    return r.n_failing ? CLI_FAIL : CLI_OK;
+}

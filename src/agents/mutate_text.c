@@ -317,10 +317,14 @@ int mt_op_num(mt_env *env, const char *s, size_t n, mt_buf *o) {
     mt_put(o, s, a);
     switch (fl_rng_below(r, 3)) {
     case 0: mt_puts(o, MT_PICKL(r, mt_extreme_num)); break;
-    case 1: /* scale by a huge power of ten */
-        mt_put(o, s + a, b - a);
+    case 1: { /* scale by a huge power of ten: zeros before the decimal point */
+        const char *dot = memchr(s + a, '.', b - a);
+        size_t ip = dot ? (size_t)(dot - s) : b;
+        mt_put(o, s + a, ip - a);
         for (uint32_t z = 6 + fl_rng_below(r, 30); z > 0; z--) mt_putc(o, '0');
+        mt_put(o, s + ip, b - ip);
         break;
+    }
     default: /* flip the sign */
         if (s[a] == '-') mt_put(o, s + a + 1, b - a - 1);
         else mt_putc(o, '-'), mt_put(o, s + a, b - a);

@@ -2,12 +2,14 @@
  * tests/fixtures/cover/make_cover.py on a real LeNet-1, incremental == one-shot, copies,
  * the model path, constant neurons, NaNs, empty layer sets, spec errors, profile files. */
 #include <cjson/cJSON.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "testutil.h"
 #include "flare/cover.h"
 #include "flare/data.h"
 #include "flare/onnx.h"
+#include "flare/train.h"
 
 #define FIX "tests/fixtures/cover/"
 
@@ -322,6 +324,54 @@ static void test_model_path(void **state) {
     fl_dataset_free(d);
 }
 
+
+/* The view on LeNet-5 (conv->Relu and Gemm->Relu pairs computed in one pass, the thread pool
+ * for large layers) against a direct computation from the layer tensors. */
+static void test_view_lenet5(void **state) {
+    (void)state;
+    fl_err e = {0};
+    fl_model *m;
+    fl_layerset *ls;
+    fl_rng r;
+    fl_rng_seed(&r, 5);
+    assert_int_equal(fl_zoo_build("lenet5", 1, 28, 28, 10, 3, &m, &e), FL_OK);
+    assert_int_equal(fl_layerset_make(m, "all", &ls, &e), FL_OK);
+    int64_t shp[4] = {33, 1, 28, 28};
+    fl_tensor x = tu_tensor(4, shp, &r, -0.5f, 1);
+    assert_int_equal(fl_model_forward(m, &x, &e), FL_OK);
+    fl_cover_view v = {0};
+    assert_int_equal(fl_cover_view_fill(&v, ls, m, FL_COVER_NEED_ABSMEAN | FL_COVER_NEED_RANGE, &e), FL_OK);
+    int64_t N = shp[0], T = ls->total;
+    for (int l = 0; l < ls->n; l++) {
+        const fl_tensor *t = fl_model_tensor(m, ls->name[l]);
+        int64_t C = t->shape[1], hw = t->size / (N * C);
+        for (int64_t b = 0; b < N; b++) {
+            float mn = INFINITY, mx = -INFINITY;
+            for (int64_t c = 0; c < C; c++) {
+                double s = 0, a = 0;
+                for (int64_t k = 0; k < hw; k++) {
+                    float y = t->data[(b * C + c) * hw + k];
+                    s += y, a += fabsf(y);
+                    mn = fminf(mn, y), mx = fmaxf(mx, y);
+                }
+                int64_t at = b * T + ls->offset[l] + c;
+                assert_true(fabs(v.b.mean[at] - s / hw) <= 1e-5 * fmax(1, fabs(s / hw)));
+                assert_true(fabs(v.b.absmean[at] - a / hw) <= 1e-5 * fmax(1, a / hw));
+            }
+            assert_true(v.b.lmin[b * ls->n + l] == mn && v.b.lmax[b * ls->n + l] == mx);
+        }
+    }
+    /* the mean-only pass and the full one give the same bits */
+    fl_cover_view v2 = {0};
+    assert_int_equal(fl_cover_view_fill(&v2, ls, m, 0, &e), FL_OK);
+    assert_memory_equal(v.b.mean, v2.b.mean, sizeof(float) * (size_t)(N * T));
+    fl_cover_view_free(&v2);
+    fl_cover_view_free(&v);
+    fl_tensor_free(&x);
+    fl_layerset_free(ls);
+    fl_model_free(m);
+}
+
 /* ---- a hand-made layer set: one dense layer "h" of 3 neurons ------------------------------- */
 static fl_layerset *tiny_layerset(int64_t width) {
     fl_layerset *ls = calloc(1, sizeof *ls);
@@ -563,6 +613,98 @@ static void test_profile_file(void **state) {
     fl_profile_free(p);
 }
 
+
+/* ---- the commands (the binary is $FLARE_BIN, build/flare by default) ----------------------- */
+/* Run a command line (stderr merged); return the exit status and the output in *out. */
+static int sh(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int sh(char **out, const char *fmt, ...) {
+    char cmd[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd - 8, fmt, ap);
+    va_end(ap);
+    strcat(cmd, " 2>&1");
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t cap = 1 << 16, len = 0, got;
+    char *buf = malloc(cap);
+    while ((got = fread(buf + len, 1, cap - 1 - len, p)) > 0) len += got;
+    buf[len] = 0;
+    int st = pclose(p);
+    *out = buf;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static void expect(int rc, char *out, int want, const char *needle) {
+    if (rc != want || (needle && !strstr(out, needle)))
+        fail_msg("exit %d (want %d), expected \"%s\" in:\n%s", rc, want, needle ? needle : "", out);
+    free(out);
+}
+
+static void test_commands(void **state) {
+    (void)state;
+    if (!getenv("FLARE_BIN")) setenv("FLARE_BIN", "build/flare", 1);
+    if (access(getenv("FLARE_BIN"), X_OK) != 0) skip();
+    char *out;
+    const char *prof = tmp("cli.bin");
+    int rc = sh(&out, "\"$FLARE_BIN\" nn profile -m %slenet1.onnx -d fashion-mnist:test -n 200 -b 64 -o %s",
+                FIX, prof);
+    expect(rc, out, 0, "profiled 58 neurons in 7 layers over 200 inputs");
+    fl_err e = {0};
+    fl_profile *p;
+    assert_int_equal(fl_profile_load(prof, &p, &e), FL_OK);
+    assert_int_equal(p->count, 200);
+    assert_int_equal(fl_profile_match(p, F.ls, &e), FL_OK);
+
+    /* --json agrees with the library on the same data */
+    const char *spec = "nc:0.75:deepxplore,kmnc:100,nbc:0.5,tknc:1,tknp:2";
+    rc = sh(&out, "\"$FLARE_BIN\" nn cover -q -m %slenet1.onnx -p %s -n 300 -c %s --json", FIX, prof, spec);
+    if (rc != 0) fail_msg("nn cover: %s", out);
+    cJSON *j = cJSON_Parse(out);
+    free(out);
+    assert_non_null(j);
+    fl_dataset *d;
+    assert_int_equal(fl_dataset_load("fashion-mnist:test", NULL, 300, &d, &e), FL_OK);
+    fl_cover_ctx ctx = {.m = F.m, .ls = F.ls, .profile = p};
+    fl_coverset *s;
+    assert_int_equal(fl_coverset_new(&ctx, spec, &s, &e), FL_OK);
+    assert_int_equal(fl_coverset_run(s, F.m, d, 100, NULL, NULL, &e), FL_OK);
+    cJSON *crit = cJSON_GetObjectItem(j, "criteria");
+    assert_int_equal(cJSON_GetArraySize(crit), s->n);
+    for (int k = 0; k < s->n; k++) {
+        cJSON *c = cJSON_GetArrayItem(crit, k);
+        int64_t cov, tot;
+        fl_cover_stats(s->c[k], &cov, &tot);
+        assert_string_equal(cJSON_GetObjectItem(c, "criterion")->valuestring, s->c[k]->spec);
+        assert_int_equal((int64_t)cJSON_GetObjectItem(c, "covered")->valuedouble, cov);
+        if (tot) assert_int_equal((int64_t)cJSON_GetObjectItem(c, "total")->valuedouble, tot);
+        else assert_true(cJSON_IsNull(cJSON_GetObjectItem(c, "total")));
+        assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(c, "groups")), s->c[k]->n_groups);
+    }
+    cJSON_Delete(j);
+    fl_coverset_free(s);
+    fl_dataset_free(d);
+    fl_profile_free(p);
+
+    /* tables */
+    rc = sh(&out, "\"$FLARE_BIN\" nn cover -q -m %slenet1.onnx -p %s -n 50 -c tknc,tknp", FIX, prof);
+    expect(rc, out, 0, "tknc per layer");
+    /* usage errors (2) and runtime failures (1) */
+    rc = sh(&out, "\"$FLARE_BIN\" nn cover -m %slenet1.onnx -n 10 -c nc,foo", FIX);
+    expect(rc, out, 2, "--criteria: unknown coverage criterion 'foo'");
+    rc = sh(&out, "\"$FLARE_BIN\" nn cover -m %slenet1.onnx -n 10 -c kmnc:10", FIX);
+    expect(rc, out, 2, "needs a training profile");
+    rc = sh(&out, "\"$FLARE_BIN\" nn cover -m %slenet1.onnx -n 10 -l nosuch", FIX);
+    expect(rc, out, 2, "--layers nosuch");
+    rc = sh(&out, "\"$FLARE_BIN\" nn cover -m %slenet1.onnx -p %s -n 10 -l conv+dense", FIX, prof);
+    expect(rc, out, 1, "profile does not fit the layer set");
+    rc = sh(&out, "head -c 100 %s > %s && \"$FLARE_BIN\" nn cover -m %slenet1.onnx -p %s -n 10", prof,
+            tmp("cut.bin"), FIX, tmp("cut.bin"));
+    expect(rc, out, 1, "truncated or corrupted profile");
+    rc = sh(&out, "\"$FLARE_BIN\" nn profile -m %slenet1.onnx -n 10 -o %s -l conv1", FIX, tmp("x.bin"));
+    expect(rc, out, 2, "no tensor named 'conv1'");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fixture_layers),
@@ -571,10 +713,12 @@ int main(void) {
         cmocka_unit_test(test_coverset_or),
         cmocka_unit_test(test_copy_clone_reset),
         cmocka_unit_test(test_model_path),
+        cmocka_unit_test(test_view_lenet5),
         cmocka_unit_test(test_constant_neuron),
         cmocka_unit_test(test_nan),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_profile_file),
+        cmocka_unit_test(test_commands),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -238,5 +238,9 @@ fl_status fl_coverset_update(fl_coverset *s, const fl_cover_batch *b, uint8_t *a
 /* The same after fl_model_forward of a batch (fills s->view from m, ctx->ls). */
 fl_status fl_coverset_update_model(fl_coverset *s, const fl_model *m, uint8_t *added,
                                    fl_err *e);
+/* Run m over d in batches (eval mode, fl_layerset_stream) and update every criterion;
+ * progress (may be NULL) after every batch with the inputs done and d->n. */
+fl_status fl_coverset_run(fl_coverset *s, fl_model *m, const fl_dataset *d, int batch,
+                          fl_progress_fn progress, void *user, fl_err *e);
 
 #endif

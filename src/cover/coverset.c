@@ -250,21 +250,52 @@ fl_status fl_coverset_new(const fl_cover_ctx *ctx, const char *spec, fl_coverset
     return FL_OK;
 }
 
-/* Update every criterion; the batch has been checked. */
+/* Criteria [lo, hi) of a set on one thread: each writes its own flags row and status. */
+typedef struct {
+    fl_coverset *s;
+    const fl_cover_batch *b;
+    fl_status *st;
+    fl_err *err;
+} update_job;
+
+static void update_range(void *ctx, int64_t lo, int64_t hi, int tid) {
+    (void)tid;
+    update_job *j = ctx;
+    for (int64_t i = lo; i < hi; i++)
+        j->st[i] = fl_cover__update(j->s->c[i], j->b, j->s->tmp + i * j->b->n, NULL, &j->err[i]);
+}
+
+/* Update every criterion (the batch has been checked). Criteria are independent objects, so
+ * they run side by side on the thread pool; the result does not depend on the threads. */
 static fl_status update_all(fl_coverset *s, const fl_cover_batch *b, uint8_t *added, fl_err *e) {
-    if (b->n > s->tmp_cap) {
-        uint8_t *t = realloc(s->tmp, (size_t)b->n);
+    int64_t need = (int64_t)b->n * s->n;
+    if (need > s->tmp_cap) {
+        uint8_t *t = realloc(s->tmp, (size_t)need);
         if (!t) return fl_fail(e, FL_ERR_NOMEM, "out of memory");
-        s->tmp = t, s->tmp_cap = b->n;
+        s->tmp = t, s->tmp_cap = need;
     }
-    if (added && b->n > 0) memset(added, 0, (size_t)b->n);
-    for (int i = 0; i < s->n; i++) {
-        fl_status st = fl_cover__update(s->c[i], b, s->tmp, NULL, e);
-        if (st != FL_OK) return st;
-        if (added)
-            for (int k = 0; k < b->n; k++) added[k] |= s->tmp[k];
+    fl_status *st = calloc((size_t)s->n, sizeof *st);
+    fl_err *err = calloc((size_t)s->n, sizeof *err);
+    if (!st || !err) {
+        free(st), free(err);
+        return fl_fail(e, FL_ERR_NOMEM, "out of memory");
     }
-    return FL_OK;
+    update_job j = {s, b, st, err};
+    if (s->n > 1) fl_parallel_for(s->n, update_range, &j);
+    else update_range(&j, 0, s->n, 0);
+    fl_status r = FL_OK;
+    for (int i = 0; i < s->n && r == FL_OK; i++)
+        if (st[i] != FL_OK) {
+            r = st[i];
+            if (e) *e = err[i];
+        }
+    if (r == FL_OK && added && b->n > 0) {
+        memset(added, 0, (size_t)b->n);
+        for (int i = 0; i < s->n; i++)
+            for (int k = 0; k < b->n; k++) added[k] |= s->tmp[(int64_t)i * b->n + k];
+    }
+    free(st), free(err);
+    return r;
 }
 
 fl_status fl_coverset_update(fl_coverset *s, const fl_cover_batch *b, uint8_t *added,
@@ -277,4 +308,27 @@ fl_status fl_coverset_update_model(fl_coverset *s, const fl_model *m, uint8_t *a
                                    fl_err *e) {
     fl_status st = fl_cover_view_fill(&s->view, s->c[0]->ctx.ls, m, s->needs, e);
     return st != FL_OK ? st : update_all(s, &s->view.b, added, e);
+}
+
+typedef struct {
+    fl_coverset *s;
+    fl_progress_fn progress;
+    void *user;
+    int64_t total;
+} run_ctx;
+
+static fl_status run_batch(void *user, fl_model *m, const float *neurons, const float *logits,
+                           int n_logits, int64_t start, int n, fl_err *e) {
+    (void)neurons, (void)logits, (void)n_logits;
+    run_ctx *r = user;
+    fl_status st = fl_coverset_update_model(r->s, m, NULL, e);
+    if (st == FL_OK && r->progress) r->progress(r->user, start + n, r->total);
+    return st;
+}
+
+fl_status fl_coverset_run(fl_coverset *s, fl_model *m, const fl_dataset *d, int batch,
+                          fl_progress_fn progress, void *user, fl_err *e) {
+    if (d->n <= 0) return FL_OK;
+    run_ctx r = {s, progress, user, d->n};
+    return fl_layerset_stream(m, NULL, d, batch, run_batch, &r, e);
 }

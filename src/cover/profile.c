@@ -258,10 +258,14 @@ static fl_status parse(const char *path, const uint8_t *buf, size_t len, fl_prof
                        path, ver, PROFILE_VERSION);
     /* Each layer takes at least 12 bytes and each neuron 24: bound the counts by the file
      * size before allocating anything. */
-    if (nl == 0 || (uint64_t)nl > len / 12 || total <= 0 || (uint64_t)total > len / 24 ||
-        count < 0)
+    if (nl == 0 || total <= 0 || count < 0)
         return fl_fail(e, FL_ERR_FORMAT, "%s: corrupted profile header (%u layers, %lld neurons)",
                        path, nl, (long long)total);
+    if ((uint64_t)nl > len / 12 || (uint64_t)total > len / 24)
+        return fl_fail(e, FL_ERR_FORMAT,
+                       "%s: truncated or corrupted profile (%zu bytes cannot hold the %u layers "
+                       "and %lld neurons of its header)",
+                       path, len, nl, (long long)total);
     fl_profile *p = profile_alloc((int)nl);
     if (!p) return fl_fail(e, FL_ERR_NOMEM, "%s: out of memory", path);
     p->total = total;

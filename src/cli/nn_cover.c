@@ -128,7 +128,7 @@ int cmd_nn_cover(const cli_opts *o) {
         return cli_usage(o->cmd, "--scale: %s", e.msg);
     fl_threads_set((int)o->cov_threads);
     fl_model *m = NULL;
-    fl_dataset *d = NULL;
+    fl_dataset *d = NULL, *train = NULL;
     fl_layerset *ls = NULL;
     fl_profile *p = NULL;
     fl_coverset *s = NULL;
@@ -160,7 +160,11 @@ int cmd_nn_cover(const cli_opts *o) {
         fl_fail(&e, e.status, "%s: %s", o->cov_profile, msg);
         goto out;
     }
-    fl_cover_ctx ctx = {.m = m, .ls = ls, .profile = p};
+    if (o->set[F_cov_train] &&
+        fl_dataset_load(o->cov_train, o->given[F_cov_scale] ? &sc : NULL, 0, &train, &e) != FL_OK)
+        goto out;
+    fl_cover_ctx ctx = {.m = m, .ls = ls, .profile = p, .train = train,
+                        .aux = o->set[F_cov_important] ? o->cov_important : NULL};
     if (fl_coverset_new(&ctx, o->criteria, &s, &e) != FL_OK) {
         if (e.status == FL_ERR_ARG) {
             rc = cli_usage(o->cmd, "--criteria: %s", e.msg);
@@ -190,6 +194,7 @@ out:
     fl_profile_free(p);
     fl_layerset_free(ls);
     fl_dataset_free(d);
+    fl_dataset_free(train);
     fl_model_free(m);
     return rc;
 }

@@ -126,7 +126,7 @@ static fl_status save_finding(camp *cp, const fl_case *c, const fl_trace *t,
     if (org->parent) cJSON_AddNumberToObject(found, "src", org->parent->id);
     if (org->op) cJSON_AddStringToObject(found, "op", org->op);
     if (org->name) cJSON_AddStringToObject(found, "queue_entry", org->name);
-    char *txt = saved_case_json(c, t, f, cp->o->spec_path, cp->target_desc, found);
+    char *txt = saved_case_json(c, t, f, cp->spec_abs, cp->target_desc, found);
     if (!txt) return fl_fail(e, FL_ERR_NOMEM, "%s: out of memory", rel);
     st = fl_file_write_atomic(path, txt, strlen(txt), e);
     free(txt);

@@ -134,6 +134,7 @@ void sig_set_free(sig_set *s);
 typedef struct camp {
     const fl_campaign_opts *o;
     fl_spec *spec;
+    char *spec_abs;          /* realpath of the spec, recorded in failure files */
     fl_agcov *cov;
     fl_mutator_ctx *mut;
     fl_oracle_opts oo;

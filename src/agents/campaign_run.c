@@ -93,6 +93,9 @@ static fl_status setup(camp *cp, const fl_campaign_opts *o, fl_err *e) {
         return fl_fail(e, FL_ERR_ARG, "campaign: -i, -o and a target command are required");
     if (o->jobs < 1 || o->jobs > 256) return fl_fail(e, FL_ERR_ARG, "-j %d: 1 to 256", o->jobs);
     if (o->spec_path && (st = fl_spec_load(o->spec_path, &cp->spec, e))) return st;
+    /* failure files record the spec's absolute path: replay may run from another folder */
+    if (o->spec_path && !(cp->spec_abs = realpath(o->spec_path, NULL)))
+        return fl_fail(e, FL_ERR_NOMEM, "%s: cannot resolve the path", o->spec_path);
     if ((st = fl_agcov_new(cp->spec, NULL, &cp->cov, e))) return st;
     if ((st = fl_mutator_new(NULL, &cp->mut, e))) return st;
     if (o->dict_path && (st = fl_mutator_load_dict(cp->mut, o->dict_path, e))) return st;
@@ -183,6 +186,7 @@ fl_status fl_campaign_run(const fl_campaign_opts *o, fl_campaign_result *r, fl_e
     fl_mutator_free(cp->mut);
     fl_agcov_free(cp->cov);
     fl_spec_free(cp->spec);
+    free(cp->spec_abs);
     pthread_mutex_destroy(&cp->mu);
     free(cp);
     free(ws);

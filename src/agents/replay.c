@@ -21,9 +21,12 @@ fl_status saved_spec(const char *given, const char *recorded, fl_spec **spec, ch
     fl_spec_free(*spec), *spec = NULL;
     free(*loaded), *loaded = NULL;
     fl_status st = fl_spec_load(want, spec, e);
-    if (st && !given)
-        return fl_fail(e, st, "%s (the spec recorded in the case; give another with --spec)",
-                       e->msg);
+    if (st && !given) {
+        char msg[sizeof e->msg];
+        memcpy(msg, e->msg, sizeof msg);
+        return fl_fail(e, st, "%.400s (the spec recorded in the case; give another with --spec)",
+                       msg);
+    }
     if (!st && !(*loaded = strdup(want))) st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
     return st;
 }

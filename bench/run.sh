@@ -40,6 +40,12 @@ if [ "${BENCH_QUICK:-0}" != 1 ]; then
   tail -n 1 "$build/bench/tmp/acc.jsonl" | sed 's/^{/{"name": "lenet5_10ep", /' | tee -a "$res"
 fi
 
+echo "== flare agents: -p explore vs -p none on examples/agents (executions to every planted defect + every allowed edge, median of 5 seeds) =="
+mkdir -p "$build/examples"
+cc -std=c11 -O2 -Wall -Wextra -Werror -o "$build/examples/taskforce" examples/agents/*.c -lcjson -lm
+"$build/bench/bench_agents_guidance" "$build/examples/taskforce" examples/agents/spec.json \
+  examples/agents/seeds "$build/bench/tmp/agents_guidance" 5 20000 100 | tee -a "$res"
+
 /usr/bin/python3 - "$res" <<'PY'
 import json, sys
 r = {}
@@ -66,6 +72,12 @@ if p:
 q = r.get("agents_fresh_vs_persistent")
 if q:
     row("agents: --fresh / persistent time per case", f"{q['ratio']:.0f}x", ">= 20x", q["ratio"] >= 20)
+g = r.get("agents_guidance")
+if g:
+    e = r.get("agents_guidance_explore", {})
+    row("agents: execs to all defects+edges, -p none / explore", f"{g['ratio']:.1f}x", "> 1x",
+        g["ratio"] > 1 and e.get("reached") == e.get("seeds"))
+    row("agents: -p explore median execs (seeds reaching goal)", f"{g['explore_median_execs']:.0f} ({e.get('reached')}/{e.get('seeds')})", "all", e.get("reached") == e.get("seeds"))
 a = r.get("lenet5_10ep")
 if a:
     acc = a.get("test_acc", -1)

@@ -62,6 +62,8 @@ typedef struct fl_campaign_stats {
     int n_kinds;           /* findings per kind: kind_name[i] found kind_count[i] times */
     char kind_name[FL_CAMPAIGN_KINDS][24];
     int kind_count[FL_CAMPAIGN_KINDS];
+    uint64_t kind_first_exec[FL_CAMPAIGN_KINDS]; /* execs when the kind was first found (this
+                                                    session; 0: not yet) */
     uint64_t crashes, hangs; /* raw counts of cases that crashed / timed out */
     double last_cov_time;    /* Unix time of the last entry kept (0: none this campaign) */
     double last_find_time;   /* Unix time of the last new finding (0: none) */

@@ -183,7 +183,7 @@ void camp_process(camp *cp, fl_case *c, const fl_trace *t, const camp_origin *or
         n_found++;
         if (save_finding(cp, c, t, &f.v[i], org, &e)) camp_fail(cp, &e);
         s->findings++;
-        s->kind_count[f.v[i].kind]++;
+        if (!s->kind_count[f.v[i].kind]++) s->kind_first_exec[f.v[i].kind] = s->execs;
         s->last_find_time = cp->wall0 + (fl_now() - cp->t0);
         s->execs_last_find = s->execs;
         snprintf(s->last_find, sizeof s->last_find, "%s: %.140s", kind, f.v[i].message);

@@ -1,0 +1,119 @@
+/* What coverage guidance is worth on the example agent system (examples/agents/): executions
+ * until every planted defect is found and every allowed edge of its spec is covered, with
+ * `-p explore` (coverage-guided) against `-p none` (the same mutators, no feedback), median
+ * over seeds. Prints one JSON object per line (bench/run.sh turns them into the summary):
+ *   agents_guidance_explore / _none  per-seed executions to the goal, the median, how many
+ *                                    seeds reached it within the budget, and per goal part
+ *   agents_guidance                   ratio = median(none) / median(explore) (> 1: guidance
+ *                                    gets there in fewer executions)
+ * A campaign that does not reach the goal within the budget counts as the budget (a lower
+ * bound, so the ratio is then a lower bound too) and shows in "reached".
+ *
+ * Usage: bench_agents_guidance TARGET SPEC SEEDS WORKDIR [n_seeds=5] [budget=20000] [timeout_ms=100]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flare/campaign.h"
+#include "flare/oracle.h"
+
+/* The six defects of examples/agents/taskforce.h, as the oracles name them. */
+static const fl_finding_kind planted[] = {FL_FIND_LOOP, FL_FIND_SPEC, FL_FIND_TOOL_ERROR,
+                                          FL_FIND_FORBIDDEN, FL_FIND_CRASH, FL_FIND_HANG};
+enum { N_PLANTED = sizeof planted / sizeof *planted, MAX_SEEDS = 64 };
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(const uint64_t *v, int n) {
+    uint64_t s[MAX_SEEDS];
+    memcpy(s, v, (size_t)n * sizeof *s);
+    qsort(s, (size_t)n, sizeof *s, cmp_u64);
+    return n % 2 ? (double)s[n / 2] : 0.5 * (double)(s[n / 2 - 1] + s[n / 2]);
+}
+
+/* Executions to the goal for one schedule and seed (0 when not reached); the parts. */
+static uint64_t run_one(char *const *argv, const char *spec, const char *seeds, const char *dir,
+                        fl_schedule sch, uint64_t seed, uint64_t budget, int timeout_ms,
+                        uint64_t *parts, double *secs) {
+    char out[4096];
+    snprintf(out, sizeof out, "%s/%s_%llu", dir, fl_schedule_name(sch), (unsigned long long)seed);
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", out);
+    if (system(cmd) != 0) exit(1);
+    fl_campaign_opts o;
+    fl_campaign_opts_default(&o);
+    o.in_dir = seeds;
+    o.out_dir = out;
+    o.argv = argv;
+    o.spec_path = spec;
+    o.seed = seed;
+    o.schedule = sch;
+    o.max_execs = budget;
+    o.timeout_ms = timeout_ms;
+    o.write_report = 0;
+    o.stats_every = 10;
+    for (int i = 0; i < N_PLANTED; i++) o.goal_kinds |= 1u << planted[i];
+    o.goal_edges = 1;
+    o.stop_at_goal = 1;
+    fl_campaign_result r;
+    fl_err e = {0};
+    double t0 = fl_now();
+    if (fl_campaign_run(&o, &r, &e) != FL_OK) {
+        fprintf(stderr, "bench_agents_guidance: %s\n", e.msg);
+        exit(1);
+    }
+    *secs = fl_now() - t0;
+    for (int i = 0; i < N_PLANTED; i++) parts[i] = r.stats.kind_first_exec[planted[i]];
+    parts[N_PLANTED] = r.stats.execs_full_edges;
+    return r.stats.execs_goal;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 5) {
+        fprintf(stderr, "usage: %s TARGET SPEC SEEDS WORKDIR [n_seeds=5] [budget=20000] "
+                        "[timeout_ms=100]\n", argv[0]);
+        return 2;
+    }
+    int n = argc > 5 ? atoi(argv[5]) : 5;
+    uint64_t budget = argc > 6 ? strtoull(argv[6], NULL, 10) : 20000;
+    int timeout_ms = argc > 7 ? atoi(argv[7]) : 100;
+    if (n < 1 || n > MAX_SEEDS || budget < 1 || timeout_ms < 1) return 2;
+    char *targv[] = {argv[1], NULL};
+    double med[2];
+    static const fl_schedule sch[2] = {FL_SCHED_EXPLORE, FL_SCHED_NONE};
+    for (int s = 0; s < 2; s++) {
+        uint64_t execs[MAX_SEEDS], parts[MAX_SEEDS][N_PLANTED + 1];
+        int reached = 0;
+        double secs = 0;
+        for (int k = 0; k < n; k++) {
+            double t;
+            execs[k] = run_one(targv, argv[2], argv[3], argv[4], sch[s], (uint64_t)k + 1, budget,
+                               timeout_ms, parts[k], &t);
+            secs += t;
+            reached += execs[k] != 0;
+            if (!execs[k]) execs[k] = budget;
+        }
+        med[s] = median(execs, n);
+        printf("{\"name\": \"agents_guidance_%s\", \"seeds\": %d, \"budget\": %llu, "
+               "\"reached\": %d, \"median_execs\": %.1f, \"seconds\": %.1f, \"execs\": [",
+               fl_schedule_name(sch[s]), n, (unsigned long long)budget, reached, med[s], secs);
+        for (int k = 0; k < n; k++) printf("%s%llu", k ? ", " : "", (unsigned long long)execs[k]);
+        printf("], \"median_first\": {");
+        for (int i = 0; i <= N_PLANTED; i++) {
+            uint64_t v[MAX_SEEDS];
+            for (int k = 0; k < n; k++) v[k] = parts[k][i] ? parts[k][i] : budget;
+            printf("%s\"%s\": %.1f", i ? ", " : "",
+                   i < N_PLANTED ? fl_finding_kind_name(planted[i]) : "all_edges", median(v, n));
+        }
+        printf("}}\n");
+        fflush(stdout);
+    }
+    printf("{\"name\": \"agents_guidance\", \"explore_median_execs\": %.1f, "
+           "\"none_median_execs\": %.1f, \"ratio\": %.3f}\n", med[0], med[1],
+           med[0] > 0 ? med[1] / med[0] : 0);
+    return 0;
+}

@@ -211,6 +211,17 @@ static void test_coverset_or(void **state) {
         cJSON_ArrayForEach(it, cJSON_GetObjectItem(r, "added")) want[it->valueint] = 1;
     }
     assert_memory_equal(added, want, (size_t)n);
+    /* TKNC and TKNP of several k share one selection of the largest k */
+    fl_coverset *t;
+    assert_int_equal(fl_coverset_new(&ctx, "tknc:1,tknp:2,tknp:3,tknc:3,tknp:1", &t, &e), FL_OK);
+    assert_int_equal(t->topk_k, 3);
+    for (int s0 = 0; s0 < n; s0 += 64) {
+        fl_cover_batch bb = test_rows(s0, n - s0 < 64 ? n - s0 : 64);
+        assert_int_equal(fl_coverset_update(t, &bb, NULL, &e), FL_OK);
+    }
+    for (int k = 0; k < t->n; k++)
+        check_counts(t->c[k], cJSON_GetObjectItem(cJSON_GetObjectItem(F.ref, "criteria"), t->c[k]->spec));
+    fl_coverset_free(t);
     /* a batch missing what NC deepxplore needs is refused */
     b.lmin = NULL;
     assert_int_equal(fl_coverset_update(s, &b, added, &e), FL_ERR_ARG);

@@ -92,6 +92,12 @@ typedef struct fl_cover_batch {
     const float *lmax;    /* [n, n_layers] max (both: NC deepxplore), or NULL */
     const fl_model *m;    /* the model right after the forward pass of these inputs (criteria
                              that read raw tensors or logits), or NULL */
+    /* Optional, filled by fl_coverset for TKNC/TKNP so that they select once: per input, per
+     * layer (one after the other) the indices of the min(topk_k, width) largest neurons, best
+     * first, ties to the lower index. A criterion needing k <= topk_k reads the first
+     * min(k, width) of each layer's part; otherwise (or when NULL) it selects itself. */
+    const int32_t *topk;  /* [n, sum over layers of min(topk_k, width)] */
+    int topk_k;
 } fl_cover_batch;
 
 /* What a criterion needs in its batch beyond `mean`. */
@@ -147,6 +153,7 @@ typedef struct fl_cover_ops {
 struct fl_cover {
     const fl_cover_ops *ops;
     unsigned needs;        /* FL_COVER_NEED_*: ops->needs, which init may change (NC's modes) */
+    int topk_k;            /* > 0: update uses the batch's top-k lists of this k (TKNC, TKNP) */
     char *spec;            /* as given, e.g. "kmnc:1000" */
     fl_cover_ctx ctx;
     void *params;          /* criterion's read-only state, shared with clones */
@@ -224,8 +231,12 @@ typedef struct fl_coverset {
     fl_cover **c;      /* [n] */
     unsigned needs;    /* union of the criteria's needs */
     fl_cover_view view;
-    uint8_t *tmp;      /* per-input flags scratch */
+    uint8_t *tmp;      /* per-input flags scratch, one row per criterion */
     int64_t tmp_cap;
+    int topk_k;        /* the largest topk_k of the criteria: selected once per batch */
+    int32_t *topk;     /* its lists (see fl_cover_batch) and the selection scratch */
+    float *topv;
+    int64_t topk_cap;
 } fl_coverset;
 
 /* spec: criteria separated by ','  ("nc:0.5,kmnc:1000,nbc,snac,tknc:3,tknp"). */

@@ -209,6 +209,7 @@ fl_status fl_cover_clone(const fl_cover *src, fl_cover **out, fl_err *e) {
     if (!c) return nomem(e, src->spec);
     c->ops = src->ops;
     c->needs = src->needs;
+    c->topk_k = src->topk_k;
     c->ctx = src->ctx;
     c->params = src->params;
     c->params_ref = src->params_ref;

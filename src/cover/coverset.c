@@ -211,6 +211,8 @@ void fl_coverset_free(fl_coverset *s) {
     for (int i = 0; i < s->n; i++) fl_cover_free(s->c[i]);
     free(s->c);
     free(s->tmp);
+    free(s->topk);
+    free(s->topv);
     fl_cover_view_free(&s->view);
     free(s);
 }
@@ -237,7 +239,10 @@ fl_status fl_coverset_new(const fl_cover_ctx *ctx, const char *spec, fl_coverset
             if (strcmp(s->c[i]->spec, tok) == 0)
                 st = fl_fail(e, FL_ERR_ARG, "criterion '%s' is listed twice in '%s'", tok, spec);
         if (st == FL_OK) st = fl_cover_new(ctx, tok, &s->c[s->n], e);
-        if (st == FL_OK) s->needs |= s->c[s->n++]->needs;
+        if (st == FL_OK) {
+            if (s->c[s->n]->topk_k > s->topk_k) s->topk_k = s->c[s->n]->topk_k;
+            s->needs |= s->c[s->n++]->needs;
+        }
     }
     if (st == FL_OK && s->n == 0)
         st = fl_fail(e, FL_ERR_ARG, "no coverage criterion in '%s'", spec);
@@ -279,6 +284,29 @@ static fl_status update_all(fl_coverset *s, const fl_cover_batch *b, uint8_t *ad
     if (!st || !err) {
         free(st), free(err);
         return fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    }
+    /* TKNC and TKNP share one selection of the largest k */
+    fl_cover_batch with_topk;
+    if (s->topk_k > 0 && !b->topk && b->n > 0) {
+        const fl_layerset *ls = s->c[0]->ctx.ls;
+        int64_t len = fl_cover__topk_len(ls, s->topk_k) * b->n;
+        if (len > s->topk_cap) {
+            int32_t *t = realloc(s->topk, sizeof(int32_t) * (size_t)len);
+            if (!t) {
+                free(st), free(err);
+                return fl_fail(e, FL_ERR_NOMEM, "out of memory");
+            }
+            s->topk = t, s->topk_cap = len;
+        }
+        if (!s->topv && !(s->topv = malloc(sizeof(float) * (size_t)s->topk_k))) {
+            free(st), free(err);
+            return fl_fail(e, FL_ERR_NOMEM, "out of memory");
+        }
+        fl_cover__topk_fill(ls, b->mean, b->n, s->topk_k, s->topk, s->topv);
+        with_topk = *b;
+        with_topk.topk = s->topk;
+        with_topk.topk_k = s->topk_k;
+        b = &with_topk;
     }
     update_job j = {s, b, st, err};
     if (s->n > 1) fl_parallel_for(s->n, update_range, &j);

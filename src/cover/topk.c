@@ -15,20 +15,41 @@ typedef struct {
     size_t key_ints; /* TKNP: sum over layers of min(k, width) */
 } topk_params;
 
-/* idx[0..min(k,w)) = top-k neuron indices of v[0..w), best first. top[] is scratch of k. */
+/* idx[0..min(k,w)) = top-k neuron indices of v[0..w), best first. top[] is scratch of k.
+ * Once k values are held, a block of 8 values none of which beats the k-th best is skipped
+ * with one vector comparison (most blocks, for k small). */
+typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+
+__attribute__((target_clones("avx2", "default")))
 static int64_t select_topk(const float *v, int64_t w, int64_t k, float *top, int32_t *idx) {
-    int64_t n = 0;
-    for (int64_t j = 0; j < w; j++) {
-        float x = v[j];
-        if (n == k && !(x > top[k - 1])) continue;
-        int64_t p = n < k ? n++ : k - 1;
-        while (p > 0 && top[p - 1] < x) {
-            top[p] = top[p - 1];
-            idx[p] = idx[p - 1];
-            p--;
+    int64_t n = 0, j = 0;
+    while (j < w) {
+        if (n == k && j + 8 <= w) {
+            v8f x, t = {0};
+            t += top[k - 1];
+            memcpy(&x, v + j, sizeof x);
+            v8i gt = x > t;
+            uint64_t any[4];
+            memcpy(any, &gt, sizeof any);
+            if (!(any[0] | any[1] | any[2] | any[3])) {
+                j += 8;
+                continue;
+            }
         }
-        top[p] = x;
-        idx[p] = (int32_t)j;
+        int64_t end = n == k && j + 8 <= w ? j + 8 : j + 1;
+        for (; j < end; j++) {
+            float x = v[j];
+            if (n == k && !(x > top[k - 1])) continue;
+            int64_t p = n < k ? n++ : k - 1;
+            while (p > 0 && top[p - 1] < x) {
+                top[p] = top[p - 1];
+                idx[p] = idx[p - 1];
+                p--;
+            }
+            top[p] = x;
+            idx[p] = (int32_t)j;
+        }
     }
     return n;
 }
@@ -46,6 +67,7 @@ static fl_status topk_init(fl_cover *c, const fl_cover_ctx *ctx, const char *arg
     if (!p) return fl_fail(e, FL_ERR_NOMEM, "out of memory");
     c->params = p;
     p->k = k;
+    c->topk_k = (int)k;
     int64_t widest = 0;
     for (int l = 0; l < ls->n; l++) {
         p->key_ints += (size_t)(ls->width[l] < k ? ls->width[l] : k);
@@ -76,6 +98,19 @@ static void sort_small(int32_t *a, int64_t n) {
     }
 }
 
+int64_t fl_cover__topk_len(const fl_layerset *ls, int64_t k) {
+    int64_t n = 0;
+    for (int l = 0; l < ls->n; l++) n += ls->width[l] < k ? ls->width[l] : k;
+    return n;
+}
+
+void fl_cover__topk_fill(const fl_layerset *ls, const float *mean, int n, int64_t k,
+                         int32_t *out, float *top) {
+    for (int i = 0; i < n; i++)
+        for (int l = 0; l < ls->n; l++)
+            out += select_topk(mean + i * ls->total + ls->offset[l], ls->width[l], k, top, out);
+}
+
 static fl_status topk_update(fl_cover *c, const fl_cover_batch *b, uint8_t *added, int pattern,
                              fl_err *e) {
     const topk_params *p = c->params;
@@ -86,12 +121,20 @@ static fl_status topk_update(fl_cover *c, const fl_cover_batch *b, uint8_t *adde
     if (kk > widest) kk = widest;
     float *top = c->scratch;
     int32_t *key = (int32_t *)(void *)((char *)c->scratch + sizeof(float) * (size_t)kk);
+    /* the batch's shared lists when they are long enough */
+    int shared = b->topk && b->topk_k >= p->k;
+    const int32_t *lists = shared ? b->topk : NULL;
     for (int i = 0; i < b->n; i++) {
         int new = 0;
         int32_t *at = key;
         for (int l = 0; l < ls->n; l++) {
-            int64_t got = select_topk(b->mean + i * ls->total + ls->offset[l], ls->width[l],
-                                      p->k, top, at);
+            int64_t w = ls->width[l], got = w < p->k ? w : p->k;
+            if (shared) {
+                memcpy(at, lists, sizeof(int32_t) * (size_t)got);
+                lists += w < b->topk_k ? w : b->topk_k;
+            } else {
+                got = select_topk(b->mean + i * ls->total + ls->offset[l], w, p->k, top, at);
+            }
             if (!pattern) {
                 for (int64_t q = 0; q < got; q++) new |= fl_cover_hit(c, ls->offset[l] + at[q]);
             } else {

@@ -4,6 +4,7 @@
 #   - a large convolution vs a bare OpenBLAS sgemm of the same FLOP count
 #   - peak RSS of `flare nn train` (LeNet-5, Fashion-MNIST, 1 epoch), measured by /usr/bin/time
 #   - LeNet-5 test accuracy after 10 epochs of the default recipe (skip: BENCH_QUICK=1)
+#   - LSA / DSA of Fashion-MNIST test vs train vs sadl's numpy+scipy way (bench/sa_baseline.py)
 # Raw results go to build/bench/results.jsonl.
 set -eu
 build=${1:-build}
@@ -38,6 +39,19 @@ if [ "${BENCH_QUICK:-0}" != 1 ]; then
     --threads "$threads" --stats "$build/bench/tmp/acc.jsonl" -o "$build/bench/tmp/acc.onnx" \
     >/dev/null 2>&1
   tail -n 1 "$build/bench/tmp/acc.jsonl" | sed 's/^{/{"name": "lenet5_10ep", /' | tee -a "$res"
+fi
+
+echo "== surprise adequacy: Fashion-MNIST test (10 000) vs train (60 000), LeNet-5 relu4 (84) =="
+sa_dir=$build/bench/tmp/sa
+sa_model=$build/bench/tmp/rss.onnx
+[ "${BENCH_QUICK:-0}" != 1 ] && sa_model=$build/bench/tmp/acc.onnx
+"$build/bench/bench_sa" dump "$sa_dir" "$sa_model" 2>/dev/null
+"$build/bench/bench_sa" run "$sa_dir" "$threads" | tee -a "$res"
+if /usr/bin/python3 -c "import scipy" 2>/dev/null; then
+  echo "== baseline: sadl's LSA/DSA in numpy + scipy $(/usr/bin/python3 -c 'import scipy; print(scipy.__version__)') (first ${BENCH_SA_SUBSET:-500} test inputs timed, extrapolated to 10 000) =="
+  /usr/bin/python3 bench/sa_baseline.py "$sa_dir" "$threads" "${BENCH_SA_SUBSET:-500}" | tee -a "$res"
+else
+  echo "(python3-scipy not installed: no sadl baseline)"
 fi
 
 echo "== flare agents: -p explore vs -p none on examples/agents (executions to every planted defect + every allowed edge, median of 5 seeds) =="
@@ -78,6 +92,14 @@ if g:
     row("agents: execs to all defects+edges, -p none / explore", f"{g['ratio']:.1f}x", "> 1x",
         g["ratio"] > 1 and e.get("reached") == e.get("seeds"))
     row("agents: -p explore median execs (seeds reaching goal)", f"{g['explore_median_execs']:.0f} ({e.get('reached')}/{e.get('seeds')})", "all", e.get("reached") == e.get("seeds"))
+for k in ("lsa", "dsa"):
+    f, b = r.get("sa_" + k), r.get("sadl_" + k)
+    if f and b:
+        ratio = b["seconds"] / f["seconds"]
+        row(f"{k.upper()} 10k vs 60k: sadl (extrapolated) / flare time", f"{ratio:.0f}x", ">= 50x", ratio >= 50)
+m = r.get("sa_peak_rss")
+if m:
+    row("peak RSS, bench_sa run (LSA + DSA + DSA-nlc)", f"{m['kb']/1024:.0f} MB", "< 1GB", m["kb"] < 1024 * 1024)
 a = r.get("lenet5_10ep")
 if a:
     acc = a.get("test_acc", -1)

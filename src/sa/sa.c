@@ -65,44 +65,51 @@ static int find_nonfinite(const float *x, int64_t n, int64_t dim, int64_t *row, 
 }
 
 /* Drop (from sa->cols) every column whose variance in some class is below the threshold.
- * Variances in double, two passes (mean, then squared deviations), ddof 0 like np.var. */
-static fl_status drop_low_variance(fl_sa *sa, const float *train, const int64_t *perm,
+ * Variances (ddof 0, like np.var) in double, in one sequential pass over the traces with
+ * per-class shifted sums: with the class's first trace as the shift s,
+ * sum (x - s)^2 / n - (sum (x - s) / n)^2 loses nothing that matters for a threshold decision
+ * even when the mean is far larger than the spread. */
+static fl_status drop_low_variance(fl_sa *sa, const float *train, const int32_t *pred,
                                    fl_err *e) {
     double thr = sa->o.var_threshold;
     if (!(thr > 0)) return FL_OK;
-    int64_t d = sa->d, kept = 0, worst_c = -1;
-    double *mean = malloc(sizeof(double) * (size_t)d * 2), *var = mean ? mean + d : NULL;
-    uint8_t *drop = calloc((size_t)d, 1);
-    if (!mean || !drop) {
-        free(mean);
+    int64_t d = sa->d, kept = 0, worst_c = -1, C = sa->C;
+    double *acc = calloc((size_t)(3 * C * d), sizeof(double));
+    uint8_t *drop = calloc((size_t)d, 1), *seen = calloc((size_t)C, 1);
+    if (!acc || !drop || !seen) {
+        free(acc);
         free(drop);
+        free(seen);
         return fl_fail(e, FL_ERR_NOMEM, "out of memory for neuron variances");
     }
-    for (int c = 0; c < sa->C; c++) {
-        int64_t s = sa->start[c], nc = sa->start[c + 1] - s;
-        if (nc == 0) continue;
-        memset(mean, 0, sizeof(double) * (size_t)d * 2);
-        for (int64_t r = s; r < s + nc; r++) {
-            const float *x = train + perm[r] * sa->dim;
-            for (int64_t j = 0; j < d; j++) mean[j] += x[sa->cols[j]];
+    for (int64_t i = 0; i < sa->n; i++) {
+        const float *x = train + i * sa->dim;
+        double *shift = acc + 3 * pred[i] * d, *s1 = shift + d, *s2 = s1 + d;
+        if (!seen[pred[i]]) {
+            seen[pred[i]] = 1;
+            for (int64_t j = 0; j < d; j++) shift[j] = x[sa->cols[j]];
         }
-        for (int64_t j = 0; j < d; j++) mean[j] /= (double)nc;
-        for (int64_t r = s; r < s + nc; r++) {
-            const float *x = train + perm[r] * sa->dim;
-            for (int64_t j = 0; j < d; j++) {
-                double t = x[sa->cols[j]] - mean[j];
-                var[j] += t * t;
-            }
+        for (int64_t j = 0; j < d; j++) {
+            double t = x[sa->cols[j]] - shift[j];
+            s1[j] += t;
+            s2[j] += t * t;
         }
-        for (int64_t j = 0; j < d; j++)
-            if (var[j] / (double)nc < thr && !drop[j]) {
+    }
+    for (int c = 0; c < C; c++) {
+        double nc = (double)(sa->start[c + 1] - sa->start[c]), *s1 = acc + 3 * c * d + d,
+               *s2 = s1 + d;
+        for (int64_t j = 0; nc > 0 && j < d; j++) {
+            double m = s1[j] / nc, var = s2[j] / nc - m * m;
+            if (var < thr && !drop[j]) {
                 drop[j] = 1;
                 if (worst_c < 0) worst_c = c;
             }
+        }
     }
+    free(seen);
     for (int64_t j = 0; j < d; j++)
         if (!drop[j]) sa->cols[kept++] = sa->cols[j];
-    free(mean);
+    free(acc);
     free(drop);
     if (kept == 0)
         return fl_fail(e, FL_ERR_ARG,
@@ -176,7 +183,7 @@ fl_status fl_sa_new(const float *train, const int32_t *pred, int64_t n, int64_t 
     int present = 0;
     for (int c = 0; c < C; c++) present += sa->start[c + 1] > sa->start[c];
 
-    if (o->kind != FL_SA_DSA && (st = drop_low_variance(sa, train, perm, e)) != FL_OK) goto fail;
+    if (o->kind != FL_SA_DSA && (st = drop_low_variance(sa, train, pred, e)) != FL_OK) goto fail;
     if (o->kind == FL_SA_DSA && present < 2) {
         st = fl_fail(e, FL_ERR_ARG, "DSA needs training traces of at least two classes (all %lld "
                      "are predicted as one class)", (long long)n);
@@ -186,9 +193,11 @@ fl_status fl_sa_new(const float *train, const int32_t *pred, int64_t n, int64_t 
     sa->rank = malloc(sizeof(int64_t) * (size_t)n);
     if (!sa->raw || !sa->rank) goto oom;
     for (int64_t r = 0; r < n; r++) sa->rank[perm[r]] = r;
-    for (int64_t r = 0; r < n; r++)
-        for (int64_t j = 0; j < sa->d; j++)
-            sa->raw[r * sa->d + j] = train[perm[r] * dim + sa->cols[j]];
+    for (int64_t i = 0; i < n; i++) { /* read in order, scatter to the sorted rows */
+        float *dst = sa->raw + sa->rank[i] * sa->d;
+        const float *src = train + i * dim;
+        for (int64_t j = 0; j < sa->d; j++) dst[j] = src[sa->cols[j]];
+    }
     free(perm);
     perm = NULL;
     st = o->kind == FL_SA_DSA ? fl__sa_dsa_build(sa, e) : fl__sa_gauss_build(sa, e);

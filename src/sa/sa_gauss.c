@@ -63,6 +63,7 @@ static void tri_inverse(const double *l, double *w, int64_t d) {
 }
 
 /* z = W (x - mu), W lower-triangular [d,d]. */
+__attribute__((target_clones("avx2", "default")))
 static void whiten(const double *W, const double *mu, const float *x, double *r, double *z,
                    int64_t d) {
     for (int64_t j = 0; j < d; j++) r[j] = (double)x[j] - mu[j];
@@ -71,6 +72,16 @@ static void whiten(const double *W, const double *mu, const float *x, double *r,
         double t = 0;
         for (int64_t k = 0; k <= i; k++) t += w[k] * r[k];
         z[i] = t;
+    }
+}
+
+/* Lower triangle of cov += (x - mu)(x - mu)^T. */
+__attribute__((target_clones("avx2", "default")))
+static void cov_add(double *cov, const float *x, const double *mu, double *r, int64_t d) {
+    for (int64_t j = 0; j < d; j++) r[j] = x[j] - mu[j];
+    for (int64_t j = 0; j < d; j++) {
+        double *cj = cov + j * d, rj = r[j];
+        for (int64_t k = 0; k <= j; k++) cj[k] += rj * r[k];
     }
 }
 
@@ -92,13 +103,7 @@ static fl_status build_class(fl_sa *sa, int c, double *cov, double *l, double *r
         for (int64_t j = 0; j < d; j++) mu[j] += sa->raw[i * d + j];
     for (int64_t j = 0; j < d; j++) mu[j] /= (double)nc;
     memset(cov, 0, sizeof(double) * (size_t)(d * d));
-    for (int64_t i = s; i < s + nc; i++) {
-        for (int64_t j = 0; j < d; j++) r[j] = sa->raw[i * d + j] - mu[j];
-        for (int64_t j = 0; j < d; j++) {
-            double *cj = cov + j * d, rj = r[j];
-            for (int64_t k = 0; k <= j; k++) cj[k] += rj * r[k];
-        }
-    }
+    for (int64_t i = s; i < s + nc; i++) cov_add(cov, sa->raw + i * d, mu, r, d);
     /* Scott's factor squared for LSA (the kernel covariance), the ridge for MDSA. */
     double scale = 1.0 / (double)(nc - ddof);
     if (lsa) scale *= pow((double)nc, -2.0 / (double)(d + 4));
@@ -155,6 +160,7 @@ fl_status fl__sa_gauss_build(fl_sa *sa, fl_err *e) {
 /* ---- LSA ---------------------------------------------------------------------------------- */
 #define LSA_MB 256  /* inputs per block */
 #define LSA_NB 1024 /* training traces per block */
+#define LSA_SKIP 50.0f /* e^-50 = 2e-22 */
 
 /* row[j] = row[j] + xn[j] + qn (the squared distances of one input to a block of training
  * traces, from -2 q.x); returns their minimum. */
@@ -253,7 +259,9 @@ fl_status fl__sa_lsa_score(fl_sa *sa, const float *q, int64_t m, int c, const in
                     mn[i] = bmin;
                     imin[i] = t0 + j;
                 }
-                sum[i] += lsa_expsum(row, mn[i], nb);
+                /* A block whose nearest trace is e^-LSA_SKIP below the largest term adds
+                 * less than n_train e^-LSA_SKIP relative: skip it. */
+                if (0.5f * (bmin - mn[i]) < LSA_SKIP) sum[i] += lsa_expsum(row, mn[i], nb);
             }
         }
         for (int i = 0; i < mb; i++) {

@@ -86,6 +86,9 @@ const fl_tensor *fl_lrp_relevance(const fl_lrp *l, const char *name);
 const fl_tensor *fl_lrp_relevance_idx(const fl_lrp *l, int value);
 /* Name of the explained value (the logits). */
 const char *fl_lrp_explained(const fl_lrp *l);
+/* The value index of m's logits: output 0, or the input of a trailing Softmax / LogSoftmax
+ * (what LRP explains, what IDC and seed selection read). */
+int fl_lrp_logits(const fl_model *m);
 
 /* ---- important neurons -----------------------------------------------------------------------
  * Relevance summed over the correctly classified inputs of a (training) set, per neuron of

@@ -189,17 +189,6 @@ typedef struct idc_params {
     fl_kmeans1d km[IDC_MAX_M];
 } idc_params;
 
-/* The logits: output 0, or the input of a trailing Softmax/LogSoftmax (as LRP explains). */
-static int logits_value(const fl_model *m) {
-    int v = m->outputs[0];
-    while (m->values[v].producer >= 0) {
-        const fl_node *p = &m->nodes[m->values[v].producer];
-        if (strcmp(p->op->name, "Softmax") && strcmp(p->op->name, "LogSoftmax")) break;
-        v = p->in[0];
-    }
-    return v;
-}
-
 typedef struct collect_ctx {
     const idc_params *p;
     int64_t total, n;
@@ -234,7 +223,7 @@ static fl_status pick_neurons(fl_cover *c, const fl_cover_ctx *ctx, const fl_imp
             return fl_fail(e, FL_ERR_NOTFOUND, "%s: layer '%s' is not in the layer set", c->spec,
                            layer);
     } else {
-        int logits = ctx->m ? logits_value(ctx->m) : -1;
+        int logits = ctx->m ? fl_lrp_logits(ctx->m) : -1;
         for (int l = ls->n - 1; l >= 0 && *li < 0; l--)
             if (ls->value[l] != logits && fl_important_layer_find(imp, ls->name[l])) *li = l;
         if (*li < 0)

@@ -173,6 +173,16 @@ static fl_status plan_node(fl_lrp *l, int ni, lrp_step *s, fl_err *e) {
     return FL_OK;
 }
 
+int fl_lrp_logits(const fl_model *m) {
+    int v = m->outputs[0];
+    while (m->values[v].producer >= 0) {
+        const fl_node *p = &m->nodes[m->values[v].producer];
+        if (strcmp(p->op->name, "Softmax") && strcmp(p->op->name, "LogSoftmax")) break;
+        v = p->in[0];
+    }
+    return v;
+}
+
 fl_status fl_lrp_new(fl_model *m, const fl_lrp_opts *o, fl_lrp **out, fl_err *e) {
     *out = NULL;
     if (m->n_outputs < 1) return fl_fail(e, FL_ERR_ARG, "LRP: the model has no output");
@@ -191,13 +201,7 @@ fl_status fl_lrp_new(fl_model *m, const fl_lrp_opts *o, fl_lrp **out, fl_err *e)
         fl_lrp_free(l);
         return fl_fail(e, FL_ERR_NOMEM, "out of memory");
     }
-    /* The explained value: output 0, or the logits under a trailing (Log)Softmax. */
-    int v = m->outputs[0];
-    for (int guard = 0; guard < 4 && m->values[v].producer >= 0; guard++) {
-        const fl_node *p = &m->nodes[m->values[v].producer];
-        if (strcmp(p->op->name, "Softmax") && strcmp(p->op->name, "LogSoftmax")) break;
-        v = p->in[0];
-    }
+    int v = fl_lrp_logits(m);
     l->explained = v;
     l->need[v] = 1;
     fl_status st = FL_OK;
@@ -241,6 +245,15 @@ static void split_sign(const float *x, float *xp, float *xn, int64_t n, int *any
     *any_neg = neg;
 }
 
+/* S = R / (Z + eps * sign(Z)), sign(0) = +1, or R / (Z + eps) for z+ (Z >= 0 there).
+ * S may be z (in place). */
+static void divide(float *S, const float *r, const float *z, int64_t n, float eps, int zplus) {
+    if (zplus)
+        for (int64_t i = 0; i < n; i++) S[i] = r[i] / (z[i] + eps);
+    else
+        for (int64_t i = 0; i < n; i++) S[i] = r[i] / (z[i] + (z[i] >= 0 ? eps : -eps));
+}
+
 /* ---- linear layers -------------------------------------------------------------------------- */
 /* Gemm / MatMul: X [M,K], op(B) [K,N], Y [M,N]. */
 static fl_status step_dense(fl_lrp *l, const lrp_step *s, fl_err *e) {
@@ -255,7 +268,7 @@ static fl_status step_dense(fl_lrp *l, const lrp_step *s, fl_err *e) {
     float *S = scratch(l, 0, (size_t)M * N), *G = scratch(l, 1, (size_t)M * K);
     NEED_SCRATCH(S && G);
     if (l->o.rule == FL_LRP_EPSILON) {
-        for (int64_t i = 0; i < (int64_t)M * N; i++) S[i] = R->data[i] / stab(Y->data[i], l->o.eps);
+        divide(S, R->data, Y->data, (int64_t)M * N, l->o.eps, 0);
         fl_sgemm(0, !s->tb, M, K, N, s->alpha, S, N, B->data, ldb, 0, G, K);
         for (int64_t i = 0; i < (int64_t)M * K; i++) RX[i] += X->data[i] * G[i];
         return FL_OK;
@@ -266,7 +279,7 @@ static fl_status step_dense(fl_lrp *l, const lrp_step *s, fl_err *e) {
     split_sign(X->data, Xp, Xn, (int64_t)M * K, &neg);
     fl_sgemm(0, s->tb, M, N, K, 1, Xp, K, s->wp, ldb, 0, S, N);
     if (neg) fl_sgemm(0, s->tb, M, N, K, 1, Xn, K, s->wn, ldb, 1, S, N);
-    for (int64_t i = 0; i < (int64_t)M * N; i++) S[i] = R->data[i] / (S[i] + l->o.eps);
+    divide(S, R->data, S, (int64_t)M * N, l->o.eps, 1);
     fl_sgemm(0, !s->tb, M, K, N, 1, S, N, s->wp, ldb, 0, G, K);
     for (int64_t i = 0; i < (int64_t)M * K; i++) RX[i] += Xp[i] * G[i];
     if (neg) {
@@ -292,62 +305,77 @@ static fl_status window_geom(const fl_node *n, const lrp_step *s, const fl_tenso
 }
 
 /* Conv: X [N,C,H,W], W [O,C,kh,kw], Y [N,O,oh,ow]; per image, cols = im2col(X) [C*kh*kw, P]
- * and Z = W cols, so the transposed product is col2im(W^T S). */
+ * and Z = W cols, so the transposed product is col2im(W^T S). Images are independent: they
+ * are spread over the thread pool, each thread with its own slice of scratch. */
+typedef struct conv_job {
+    const fl_lrp *l;
+    const lrp_step *s;
+    const float *X, *Y, *W, *R;
+    float *RX, *scr;
+    fl_conv2d_geom g;
+    int O, CK, P;
+    int64_t img;
+    size_t per_thread; /* floats of scratch per thread */
+} conv_job;
+
+static void conv_range(void *ctx, int64_t lo, int64_t hi, int tid) {
+    const conv_job *j = ctx;
+    const lrp_step *s = j->s;
+    const int O = j->O, CK = j->CK, P = j->P, zplus = j->l->o.rule == FL_LRP_ZPLUS;
+    const int64_t img = j->img, op = (int64_t)O * P;
+    float *S = j->scr + (size_t)tid * j->per_thread, *cols = S + op, *G = cols + (int64_t)CK * P;
+    float *Xp = G + img, *Xn = Xp + img;
+    for (int64_t b = lo; b < hi; b++) {
+        const float *x = j->X + b * img, *y = j->Y + b * op, *r = j->R + b * op;
+        float *rx = j->RX + b * img;
+        int any = 0;
+        for (int64_t i = 0; i < op && !any; i++) any = r[i] != 0;
+        if (!any) continue; /* an input that is not explained (or relevance died out) */
+        int neg = 0;
+        if (zplus) {
+            split_sign(x, Xp, Xn, img, &neg);
+            fl_im2col(cols, Xp, &j->g);
+            fl_sgemm(0, 0, O, P, CK, 1, s->wp, CK, cols, P, 0, S, P);
+            if (neg) {
+                fl_im2col(cols, Xn, &j->g);
+                fl_sgemm(0, 0, O, P, CK, 1, s->wn, CK, cols, P, 1, S, P);
+            }
+            divide(S, r, S, op, j->l->o.eps, 1);
+        } else {
+            divide(S, r, y, op, j->l->o.eps, 0);
+        }
+        for (int pass = 0; pass < 1 + neg; pass++) {
+            const float *w = !zplus ? j->W : pass ? s->wn : s->wp;
+            const float *xs = !zplus ? x : pass ? Xn : Xp;
+            fl_sgemm(1, 0, CK, P, O, 1, w, CK, S, P, 0, cols, P);
+            memset(G, 0, sizeof(float) * (size_t)img);
+            fl_col2im(G, cols, &j->g);
+            for (int64_t i = 0; i < img; i++) rx[i] += xs[i] * G[i];
+        }
+    }
+}
+
 static fl_status step_conv(fl_lrp *l, const lrp_step *s, fl_err *e) {
     fl_model *m = l->m;
     const fl_node *n = &m->nodes[s->node];
     const fl_tensor *X = &m->values[s->x].t, *Y = &m->values[n->out[0]].t;
-    const fl_tensor *W = &m->values[s->w].t, *R = &l->rel[n->out[0]];
-    fl_conv2d_geom g;
-    fl_status st = window_geom(n, s, X, (int)W->shape[2], (int)W->shape[3], 0, &g, e);
+    const fl_tensor *W = &m->values[s->w].t;
+    conv_job j = {.l = l, .s = s, .X = X->data, .Y = Y->data, .W = W->data,
+                  .R = l->rel[n->out[0]].data, .RX = l->rel[s->x].data};
+    fl_status st = window_geom(n, s, X, (int)W->shape[2], (int)W->shape[3], 0, &j.g, e);
     if (st != FL_OK) return st;
-    int O = (int)W->shape[0], CK = (int)(W->shape[1] * W->shape[2] * W->shape[3]);
-    int P = g.oh * g.ow;
-    int64_t img = X->shape[1] * X->shape[2] * X->shape[3];
-    if (W->shape[1] != X->shape[1] || Y->shape[1] != O || (int64_t)P * O * X->shape[0] != Y->size)
+    j.O = (int)W->shape[0];
+    j.CK = (int)(W->shape[1] * W->shape[2] * W->shape[3]);
+    j.P = j.g.oh * j.g.ow;
+    j.img = X->shape[1] * X->shape[2] * X->shape[3];
+    if (W->shape[1] != X->shape[1] || Y->shape[1] != j.O ||
+        (int64_t)j.P * j.O * X->shape[0] != Y->size)
         return unsupported(n, "has shapes LRP does not understand", e);
-    float *S = scratch(l, 0, (size_t)O * P), *cols = scratch(l, 1, (size_t)CK * P);
-    float *G = scratch(l, 2, (size_t)img);
-    NEED_SCRATCH(S && cols && G);
-    int zplus = l->o.rule == FL_LRP_ZPLUS;
-    float *Xp = NULL, *Xn = NULL;
-    if (zplus) {
-        Xp = scratch(l, 3, (size_t)img);
-        Xn = scratch(l, 4, (size_t)img);
-        NEED_SCRATCH(Xp && Xn);
-    }
-    for (int64_t b = 0; b < X->shape[0]; b++) {
-        const float *x = X->data + b * img, *y = Y->data + b * (int64_t)O * P;
-        const float *r = R->data + b * (int64_t)O * P;
-        float *rx = l->rel[s->x].data + b * img;
-        int any = 0;
-        for (int64_t i = 0; i < (int64_t)O * P && !any; i++) any = r[i] != 0;
-        if (!any) continue; /* an input that is not explained (or relevance died out) */
-        if (!zplus) {
-            for (int64_t i = 0; i < (int64_t)O * P; i++) S[i] = r[i] / stab(y[i], l->o.eps);
-            fl_sgemm(1, 0, CK, P, O, 1, W->data, CK, S, P, 0, cols, P);
-            memset(G, 0, sizeof(float) * (size_t)img);
-            fl_col2im(G, cols, &g);
-            for (int64_t i = 0; i < img; i++) rx[i] += x[i] * G[i];
-            continue;
-        }
-        int neg;
-        split_sign(x, Xp, Xn, img, &neg);
-        fl_im2col(cols, Xp, &g);
-        fl_sgemm(0, 0, O, P, CK, 1, s->wp, CK, cols, P, 0, S, P);
-        if (neg) {
-            fl_im2col(cols, Xn, &g);
-            fl_sgemm(0, 0, O, P, CK, 1, s->wn, CK, cols, P, 1, S, P);
-        }
-        for (int64_t i = 0; i < (int64_t)O * P; i++) S[i] = r[i] / (S[i] + l->o.eps);
-        for (int pass = 0; pass < 1 + neg; pass++) {
-            fl_sgemm(1, 0, CK, P, O, 1, pass ? s->wn : s->wp, CK, S, P, 0, cols, P);
-            memset(G, 0, sizeof(float) * (size_t)img);
-            fl_col2im(G, cols, &g);
-            const float *xs = pass ? Xn : Xp;
-            for (int64_t i = 0; i < img; i++) rx[i] += xs[i] * G[i];
-        }
-    }
+    j.per_thread = (size_t)j.O * j.P + (size_t)j.CK * j.P + 3 * (size_t)j.img;
+    j.per_thread = (j.per_thread + 15) & ~(size_t)15; /* 64-byte aligned slices */
+    j.scr = scratch(l, 0, j.per_thread * (size_t)fl_parallel_slots());
+    NEED_SCRATCH(j.scr);
+    fl_parallel_for(X->shape[0], conv_range, &j);
     return FL_OK;
 }
 
@@ -361,23 +389,23 @@ static void krange(int start, int kn, int d, int lo, int hi, int *k0, int *k1) {
     *k1 = b;
 }
 
-static fl_status step_pool(fl_lrp *l, const lrp_step *s, fl_err *e) {
-    fl_model *m = l->m;
-    const fl_node *n = &m->nodes[s->node];
-    const fl_tensor *X = &m->values[s->x].t, *Y = &m->values[n->out[0]].t;
-    const float *R = l->rel[n->out[0]].data;
+typedef struct pool_job {
+    const fl_lrp *l;
+    const lrp_step *s;
+    const float *X, *Y, *R;
+    float *RX;
     fl_conv2d_geom g;
-    fl_status st = window_geom(n, s, X, (int)s->win.kernel[0], (int)s->win.kernel[1],
-                               s->ceil_mode, &g, e);
-    if (st != FL_OK) return st;
-    int64_t planes = X->shape[0] * X->shape[1], plane = (int64_t)g.h * g.w,
-            oplane = (int64_t)g.oh * g.ow;
-    if (Y->size != planes * oplane) return unsupported(n, "has shapes LRP does not understand", e);
-    int zplus = l->o.rule == FL_LRP_ZPLUS;
-    float eps = l->o.eps;
-    for (int64_t p = 0; p < planes; p++) {
-        const float *x = X->data + p * plane, *y = Y->data + p * oplane, *r = R + p * oplane;
-        float *rx = l->rel[s->x].data + p * plane;
+} pool_job;
+
+static void pool_range(void *ctx, int64_t lo, int64_t hi, int tid) {
+    const pool_job *j = ctx;
+    const fl_conv2d_geom g = j->g;
+    const int64_t plane = (int64_t)g.h * g.w, oplane = (int64_t)g.oh * g.ow;
+    const int zplus = j->l->o.rule == FL_LRP_ZPLUS, maxpool = j->s->kind == K_MAXPOOL;
+    const float eps = j->l->o.eps;
+    for (int64_t p = lo; p < hi; p++) {
+        const float *x = j->X + p * plane, *y = j->Y + p * oplane, *r = j->R + p * oplane;
+        float *rx = j->RX + p * plane;
         for (int oy = 0; oy < g.oh; oy++)
             for (int ox = 0; ox < g.ow; ox++) {
                 float ro = r[oy * g.ow + ox];
@@ -386,18 +414,18 @@ static fl_status step_pool(fl_lrp *l, const lrp_step *s, fl_err *e) {
                 krange(hs, g.kh, g.dh, 0, g.h, &i0, &i1);
                 krange(ws, g.kw, g.dw, 0, g.w, &j0, &j1);
                 if (i0 >= i1 || j0 >= j1) continue; /* a window over padding only */
-                if (s->kind == K_MAXPOOL) { /* winner takes all: the first maximum */
+                if (maxpool) { /* winner takes all: the first maximum */
                     int arg = (hs + i0 * g.dh) * g.w + ws + j0 * g.dw;
                     for (int i = i0; i < i1; i++)
-                        for (int j = j0; j < j1; j++) {
-                            int at = (hs + i * g.dh) * g.w + ws + j * g.dw;
+                        for (int jj = j0; jj < j1; jj++) {
+                            int at = (hs + i * g.dh) * g.w + ws + jj * g.dw;
                             if (x[at] > x[arg]) arg = at;
                         }
                     rx[arg] += ro;
                     continue;
                 }
                 int div = (i1 - i0) * (j1 - j0);
-                if (s->count_include_pad) {
+                if (j->s->count_include_pad) {
                     int a0, a1, b0, b1;
                     krange(hs, g.kh, g.dh, -g.pt, g.h + g.pb, &a0, &a1);
                     krange(ws, g.kw, g.dw, -g.pl, g.w + g.pr, &b0, &b1);
@@ -409,20 +437,35 @@ static fl_status step_pool(fl_lrp *l, const lrp_step *s, fl_err *e) {
                 } else {
                     float z = 0;
                     for (int i = i0; i < i1; i++)
-                        for (int j = j0; j < j1; j++) {
-                            float v = x[(hs + i * g.dh) * g.w + ws + j * g.dw];
+                        for (int jj = j0; jj < j1; jj++) {
+                            float v = x[(hs + i * g.dh) * g.w + ws + jj * g.dw];
                             z += v > 0 ? v : 0;
                         }
                     f = ro / (z / (float)div + eps) / (float)div;
                 }
                 for (int i = i0; i < i1; i++)
-                    for (int j = j0; j < j1; j++) {
-                        int at = (hs + i * g.dh) * g.w + ws + j * g.dw;
+                    for (int jj = j0; jj < j1; jj++) {
+                        int at = (hs + i * g.dh) * g.w + ws + jj * g.dw;
                         float v = x[at];
                         rx[at] += (zplus && v < 0 ? 0 : v) * f;
                     }
             }
     }
+}
+
+static fl_status step_pool(fl_lrp *l, const lrp_step *s, fl_err *e) {
+    fl_model *m = l->m;
+    const fl_node *n = &m->nodes[s->node];
+    const fl_tensor *X = &m->values[s->x].t, *Y = &m->values[n->out[0]].t;
+    pool_job j = {.l = l, .s = s, .X = X->data, .Y = Y->data, .R = l->rel[n->out[0]].data,
+                  .RX = l->rel[s->x].data};
+    fl_status st = window_geom(n, s, X, (int)s->win.kernel[0], (int)s->win.kernel[1],
+                               s->ceil_mode, &j.g, e);
+    if (st != FL_OK) return st;
+    int64_t planes = X->shape[0] * X->shape[1];
+    if (Y->size != planes * j.g.oh * j.g.ow)
+        return unsupported(n, "has shapes LRP does not understand", e);
+    fl_parallel_for(planes, pool_range, &j);
     return FL_OK;
 }
 

@@ -326,6 +326,21 @@ static void test_model_path(void **state) {
         check_counts(s->c[k], cJSON_GetObjectItem(cJSON_GetObjectItem(F.ref, "criteria"), s->c[k]->spec));
     }
     fl_coverset_free(s);
+    /* one criterion straight from the model, and its clone (which makes its own buffers) */
+    fl_cover *one, *twin;
+    assert_int_equal(fl_cover_new(&ctx, "nc:0.5:deepxplore", &one, &e), FL_OK);
+    assert_int_equal(fl_cover_clone(one, &twin, &e), FL_OK);
+    uint8_t flags[256];
+    int any = 0;
+    assert_int_equal(fl_cover_update_model(one, F.m, flags, &any, &e), FL_OK);
+    assert_int_equal(fl_cover_update_model(twin, F.m, NULL, NULL, &e), FL_OK);
+    assert_true(any);
+    cJSON *r = cJSON_GetObjectItem(cJSON_GetObjectItem(F.ref, "criteria"), "nc:0.5:deepxplore");
+    check_counts(one, r);
+    check_counts(twin, r);
+    check_added("nc:0.5:deepxplore", flags, (int)n, r);
+    fl_cover_free(twin);
+    fl_cover_free(one);
     /* the profiled inputs themselves never leave the profile's bounds (in batches of the
      * same size: other sizes may change the BLAS blocking and the last bits of a value) */
     assert_int_equal(fl_coverset_new(&ctx, "nbc,snac", &s, &e), FL_OK);

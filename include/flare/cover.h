@@ -108,11 +108,12 @@ enum {
 };
 
 /* Buffers for computing a batch from a model (reused across batches). */
-typedef struct fl_cover_view {
+typedef struct fl_cover_view fl_cover_view;
+struct fl_cover_view {
     fl_cover_batch b;
     float *mean, *absmean, *lmin, *lmax;
     int64_t cap; /* inputs the buffers hold */
-} fl_cover_view;
+};
 
 /* After fl_model_forward of a batch: fill v->b with what `needs` asks for (mean always).
  * Fails with FL_ERR_NAN on a non-finite neuron value (naming layer and neuron). */
@@ -174,6 +175,7 @@ struct fl_cover {
     int64_t key_cap;       /* table size (power of two) */
     uint8_t *key_store;    /* covered keys, key_bytes each */
     int64_t key_store_cap; /* keys key_store holds */
+    struct fl_cover_view *view; /* fl_cover_update_model's buffers (made on first use) */
 };
 
 /* Criteria built in (docs/coverage.md has the definitions and their sources):
@@ -197,6 +199,10 @@ void fl_cover_free(fl_cover *c);
  * *any (may be NULL) = 1 when the batch added coverage. A non-finite value → FL_ERR_NAN. */
 fl_status fl_cover_update(fl_cover *c, const fl_cover_batch *b, uint8_t *added, int *any,
                           fl_err *e);
+/* The same after fl_model_forward of a batch through ctx.m (one criterion; a set shares the
+ * neuron values between its criteria: fl_coverset_update_model). */
+fl_status fl_cover_update_model(fl_cover *c, const fl_model *m, uint8_t *added, int *any,
+                                fl_err *e);
 void fl_cover_stats(const fl_cover *c, int64_t *covered, int64_t *total); /* total 0: unbounded */
 /* The same for group g (0 <= g < c->n_groups, named c->group_name[g]): per layer. */
 void fl_cover_group_stats(const fl_cover *c, int g, int64_t *covered, int64_t *total);

@@ -29,6 +29,8 @@ void fl_cover_free(fl_cover *c) {
     free(c->key_store);
     free(c->scratch);
     free(c->spec);
+    if (c->view) fl_cover_view_free(c->view);
+    free(c->view);
     free(c);
 }
 
@@ -332,6 +334,13 @@ fl_status fl_cover_update(fl_cover *c, const fl_cover_batch *b, uint8_t *added, 
                           fl_err *e) {
     fl_status st = fl_cover__check_batch(c->ctx.ls, b, c->needs, c->spec, e);
     return st != FL_OK ? st : fl_cover__update(c, b, added, any, e);
+}
+
+fl_status fl_cover_update_model(fl_cover *c, const fl_model *m, uint8_t *added, int *any,
+                                fl_err *e) {
+    if (!c->view && !(c->view = calloc(1, sizeof *c->view))) return nomem(e, c->spec);
+    fl_status st = fl_cover_view_fill(c->view, c->ctx.ls, m, c->needs, e);
+    return st != FL_OK ? st : fl_cover__update(c, &c->view->b, added, any, e);
 }
 
 /* ---- argument helpers for criteria ----------------------------------------------------------- */

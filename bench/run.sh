@@ -22,6 +22,9 @@ else
   echo "(python3-torch not installed: no PyTorch baseline)"
 fi
 
+echo "== coverage update cost vs the forward pass (LeNet-5, batch 256, 1 thread: CPU time) =="
+"$build/bench/bench_cover" 1 | tee -a "$res"
+
 if [ -x "$build/bench/bench_agents_target" ]; then
   echo "== flare agents: per-case overhead of the target runner =="
   "$build/bench/bench_agents_target" | tee -a "$res"
@@ -80,6 +83,9 @@ if c:
 m = r.get("lenet5_train_peak_rss")
 if m:
     row("peak RSS, nn train lenet5", f"{m['kb']/1024:.0f} MB", "<= 200MB", m["kb"] <= 200 * 1024)
+cv = r.get("cover_lenet5_b256")
+if cv:
+    row("coverage update (all structural criteria) / forward, b256", f"{cv['ratio']*100:.0f}%", "<= 25%", cv["ratio"] <= 0.25)
 p = r.get("agents_persistent")
 if p:
     row("agents: flare overhead per case, trivial persistent target", f"{p['us_per_case']:.1f} us", "<= 100us", p["us_per_case"] <= 100)

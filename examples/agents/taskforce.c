@@ -51,25 +51,49 @@ static int has_any(const char *text, const char *const *words) {
     return 0;
 }
 
+static int is_followup_wait(const char *text);
+
 /* ---- routing ------------------------------------------------------------------------------ */
 static const char *const kw_translate[] = {"translate", "翻译", NULL};
 static const char *const kw_write[] = {"write", "draft", "compose", "poem", "haiku", "email",
                                        "letter", "story", "save", "写", NULL};
-static const char *const kw_file[] = {"read ", "open ", "show me ", "cat ", NULL};
+static const char *const kw_read[] = {"read", "open", "show", "display", "print", "contents",
+                                      "cat", "check", "look", NULL};
 static const char *const kw_search[] = {"who ", "what is", "what's", "where", "when ", "capital",
                                         "search", "look up", "tell me about", "how tall",
                                         "how high", "largest", "什么", "哪里", "谁", "首都", NULL};
 static const char *const kw_followup[] = {"and ", "what about", "how about", "那", NULL};
 
-static tf_route route_of(const char *part, const tf_session *s, tf_route previous) {
+static int has_any_word(const char *text, const char *const *words) {
+    for (; *words; words++)
+        if (has_word(text, *words)) return 1;
+    return 0;
+}
+
+static tf_route route_by_keywords(const char *part, int has_file, const tf_session *s, tf_route previous) {
     if (has_any(part, kw_translate)) return TF_TRANSLATE;
-    if (has_any(part, kw_file) && (strstr(part, ".txt") || strstr(part, ".md"))) return TF_FILE;
+    /* a file name with "read"/"show"/…, or with nothing to write: the user wants the file */
+    if (has_file && (has_any_word(part, kw_read) || !has_any(part, kw_write))) return TF_FILE;
     if (has_any(part, kw_write)) return TF_WRITE;
     if (tf_is_math(part)) return TF_MATH;
     if (has_any(part, kw_search)) return TF_SEARCH;
     /* "And what about Germany?" continues the previous question */
     if (previous == TF_SEARCH && s->context[0] && has_any(part, kw_followup)) return TF_SEARCH;
     return TF_CHAT;
+}
+
+/* Route on the text with file names blanked out, so "poem.txt" is not a request for a poem. */
+static tf_route route_of(const char *part, const tf_session *s, tf_route previous) {
+    char *masked = strdup(part);
+    int has_file = 0;
+    size_t at, len;
+    for (char *p = masked; tf_file_token(p, &at, &len); p += at + len) {
+        memset(p + at, ' ', len);
+        has_file = 1;
+    }
+    tf_route r = route_by_keywords(masked, has_file, s, previous);
+    free(masked);
+    return r;
 }
 
 static void chat_reply(tf_session *s, const char *part, tf_buf *out) {
@@ -96,7 +120,7 @@ static void chat_reply(tf_session *s, const char *part, tf_buf *out) {
         tf_buf_put(out, jokes[tf_rand_below(s, 2)]);
     else if (has_word(part, "bye") || has_word(part, "goodbye"))
         tf_buf_put(out, "Goodbye!");
-    else if (has_word(part, "wait") || tf_has(part, "hold on"))
+    else if (is_followup_wait(part))
         tf_buf_put(out, "Sure, take your time.");
     else
         tf_buf_put(out, "I can calculate, look things up, write and translate. "
@@ -198,8 +222,11 @@ static char *as_read(const char *text) {
     return b.s;
 }
 
+/* A turn that opens with "wait" / "hold on" / 稍等 (after spaces and punctuation). */
 static int is_followup_wait(const char *text) {
-    return has_word(text, "wait") || tf_has(text, "hold on") || tf_has(text, "稍等");
+    while (*text && !isalnum((unsigned char)*text) && (unsigned char)*text < 0x80) text++;
+    return (strncasecmp(text, "wait", 4) == 0 && !isalpha((unsigned char)text[4])) ||
+           strncasecmp(text, "hold on", 7) == 0 || strncmp(text, "稍等", strlen("稍等")) == 0;
 }
 
 /* ---- one user turn ------------------------------------------------------------------------ */

@@ -114,6 +114,9 @@ extern const char *const tf_route_names[];
 
 typedef enum tf_part_status { TF_PART_OK = 0, TF_PART_NOTFOUND, TF_PART_FAILED } tf_part_status;
 
+/* The first word of text that looks like a file name ("notes.txt", "a.md"): 1 and its
+ * offset and length, or 0. */
+int tf_file_token(const char *text, size_t *at, size_t *len);
 /* Does the text ask for a calculation (an operator between numbers, or "calculate 42")? */
 int tf_is_math(const char *text);
 /* Run one part through Worker and Checker; the approved answer (or the failure) goes to result. */

@@ -23,6 +23,9 @@ const char *const tf_route_names[] = {"math", "search", "write", "file", "transl
  * that shipped, which is what makes the loop visible as a turn-limit violation.) */
 #define MAX_REVIEW_ROUNDS 64
 
+/* The translate tool's documented input limit. */
+#define MAX_TRANSLATE 300
+
 /* The Worker gives a part back to the Master: "<what> failed: <why>". */
 static void escalate(const char *what, const char *why, tf_buf *result) {
     tf_buf msg = {0};
@@ -82,7 +85,7 @@ static char *extract_expression(const char *text) {
     size_t best_len = 0;
     int best_digits = 0;
     for (const char *p = b.s; *p;) {
-        size_t n = strspn(p, "0123456789.+-*/^%() ");
+        size_t n = strspn(p, "0123456789.+-*/^%() \t");
         int digits = 0;
         for (size_t i = 0; i < n; i++) digits += isdigit((unsigned char)p[i]) != 0;
         if (digits > best_digits) best = p, best_len = n, best_digits = digits;
@@ -224,19 +227,28 @@ static tf_part_status work_search(tf_session *s, const char *part, tf_buf *resul
 }
 
 /* ---- write and read files ----------------------------------------------------------------- */
-/* The first word that looks like a file name ("notes.txt"), or the default. */
-static void file_name(const char *text, char *out, size_t n) {
-    snprintf(out, n, "draft.txt");
+int tf_file_token(const char *text, size_t *at, size_t *len) {
     for (const char *p = text; *p; p++) {
-        if (p != text && (isalnum((unsigned char)p[-1]) || p[-1] == '_' || p[-1] == '-')) continue;
+        if (p != text && (isalnum((unsigned char)p[-1]) || strchr("_-.", p[-1]))) continue;
         size_t m = 0;
         while (isalnum((unsigned char)p[m]) || p[m] == '_' || p[m] == '-') m++;
-        if (m && m < n - 4 && (strncmp(p + m, ".txt", 4) == 0 || strncmp(p + m, ".md", 3) == 0)) {
-            size_t ext = p[m + 1] == 't' ? 4 : 3;
-            snprintf(out, n, "%.*s", (int)(m + ext), p);
-            return;
+        size_t ext = strncmp(p + m, ".txt", 4) == 0 ? 4 : strncmp(p + m, ".md", 3) == 0 ? 3 : 0;
+        if (m && m + ext < sizeof(((tf_file *)0)->path) && ext && !isalnum((unsigned char)p[m + ext])) {
+            *at = (size_t)(p - text);
+            *len = m + ext;
+            return 1;
         }
     }
+    return 0;
+}
+
+/* The file the part names, or the default. */
+static void file_name(const char *text, char *out, size_t n) {
+    size_t at, len;
+    if (tf_file_token(text, &at, &len))
+        snprintf(out, n, "%.*s", (int)len, text + at);
+    else
+        snprintf(out, n, "draft.txt");
 }
 
 /* The words after "about" (up to punctuation, at most 60 bytes), or "the day". */
@@ -401,14 +413,19 @@ static tf_part_status work_translate(tf_session *s, const char *part, tf_buf *re
     tf_part_status st = TF_PART_OK;
     /* the Worker checks the call against the tool's description before making it */
     int supported = !strcmp(lang, "fr") || !strcmp(lang, "es") || !strcmp(lang, "de") || !strcmp(lang, "zh");
-    if (!supported || !*text) {
+    size_t len = strlen(text);
+    if (!supported || !len || len > MAX_TRANSLATE) {
         tf_buf_clear(&msg);
         tf_buf_printf(&msg, "translate to %s", lang);
-        escalate(msg.s, !supported ? "unsupported language" : "nothing to translate", result);
+        escalate(msg.s, !supported ? "unsupported language" : len ? "text too long (300 bytes at most)" : "nothing to translate",
+                 result);
         st = TF_PART_FAILED;
     } else if (tf_tool_translate(s, "Worker", text, lang, &res)) {
+        /* quote the source briefly: the answer is the translation */
+        size_t q = len > 40 ? 40 : len;
+        while (q < len && q && ((unsigned char)text[q] & 0xc0) == 0x80) q--;
         tf_buf_clear(&msg);
-        tf_buf_printf(&msg, "\"%s\" in %s: %s", text, lang, res.s);
+        tf_buf_printf(&msg, "\"%.*s%s\" in %s: %s", (int)q, text, q < len ? "…" : "", lang, res.s);
         tf_emit_message("Worker", "Checker", msg.s);
         approve(msg.s, result);
     } else {

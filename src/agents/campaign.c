@@ -194,7 +194,15 @@ void camp_process(camp *cp, fl_case *c, const fl_trace *t, const camp_origin *or
     int keep = org->name || (r > 0 && cp->o->schedule != FL_SCHED_NONE);
     if (keep) {
         int src = org->parent ? org->parent->id : org->name ? org->src : -1;
-        q_entry *x = q_add(&cp->q, c, src, n_new, r == 2, path);
+        fl_agfeature *fv = NULL;
+        int nf = fl_agcov_features(cp->cov, t, &fv);
+        uint32_t *idx = nf > 0 ? malloc((size_t)nf * sizeof *idx) : NULL;
+        for (int i = 0; idx && i < nf; i++) idx[i] = fv[i].index;
+        free(fv);
+        q_entry *x = nf < 0 || (nf > 0 && !idx)
+                         ? NULL
+                         : q_add(&cp->q, c, src, n_new, r == 2, path, idx, nf > 0 ? nf : 0);
+        free(idx);
         if (!x) {
             fl_fail(&e, FL_ERR_NOMEM, "queue: out of memory");
             camp_fail(cp, &e);

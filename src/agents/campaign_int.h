@@ -87,6 +87,10 @@ typedef struct q_entry {
     uint64_t children;   /* children run */
     uint64_t kept;       /* children kept for coverage */
     uint64_t finds;      /* children that produced a new finding */
+    uint32_t *feat;      /* coverage-map entries its trace touched (owned) */
+    int n_feat;
+    size_t cost;         /* bytes of its turns: the smaller, the better a representative */
+    int favored;         /* in the current minimal cover of all features (AFL's favored) */
 } q_entry;
 
 #define Q_PATH_BITS 16
@@ -97,12 +101,19 @@ typedef struct q_queue {
     int n_seeds;
     fl_schedule sched;
     uint32_t *path_hits; /* executions that followed each (hashed) behaviour path */
+    q_entry **top;       /* per map entry: the cheapest queue entry that touches it */
+    uint32_t *seen;      /* map entries with a top entry, in the order first seen */
+    int n_seen, cap_seen;
+    int dirty;           /* top changed since the last cull */
+    int n_favored;
 } q_queue;
 
 fl_status q_init(q_queue *q, fl_schedule s, fl_err *e);
 void q_free(q_queue *q);
-/* Add an entry (takes ownership of c); returns it, or NULL when out of memory. */
-q_entry *q_add(q_queue *q, fl_case *c, int src, int n_new, int new_features, uint64_t path);
+/* Add an entry (takes ownership of c; copies feat, the map entries of its trace); returns
+ * it, or NULL when out of memory (c is then not taken). */
+q_entry *q_add(q_queue *q, fl_case *c, int src, int n_new, int new_features, uint64_t path,
+               const uint32_t *feat, int n_feat);
 /* Count one execution along `path`. */
 void q_hit(q_queue *q, uint64_t path);
 /* Choose the next entry to fuzz and how many children to make of it (its energy). */

@@ -149,6 +149,7 @@ fl_status fl_campaign_run(const fl_campaign_opts *o, fl_campaign_result *r, fl_e
     cp->t0 = fl_now();
     cp->wall0 = (double)time(NULL);
     cp->st.start_time = cp->wall0;
+    cp->last_stats = cp->last_status = cp->t0; /* the first report comes after the corpus ran */
     int started = 0, threads = 0;
     fl_status st = setup(cp, o, e);
     for (; !st && started < o->jobs; started++) st = start_worker(cp, &ws[started], started, e);

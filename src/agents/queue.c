@@ -11,6 +11,14 @@
  *            to keep producing. score = 1 + kept + 4 * finds (picks do not wear it out).
  *   none     no feedback at all: seeds only, uniformly, constant energy.
  *
+ * Favored entries (AFL's cull_queue): for every coverage-map entry the cheapest queue entry
+ * touching it (fewest bytes; not time, which would make a campaign depend on the machine) is
+ * its "top rated"; a greedy pass over the map entries in the order they were first seen picks
+ * top-rated entries until every entry is covered. That small set holds all the coverage
+ * reached so far; explore weighs non-favored entries 1/20 (AFL skips them 95-99% of the time),
+ * so a queue grown to hundreds of near-duplicates still spends its effort on the entries that
+ * alone reach some behaviour (a two-turn case, a rare tool).
+ *
  * Selection is roulette-wheel over the scores (O(n) per pick; a pick starts a batch of
  * `energy` executions, so this is noise next to running the target), and the energy is the
  * base energy scaled by score / mean score, clamped to [2, 64]: a favoured entry gets both
@@ -29,28 +37,44 @@ fl_status q_init(q_queue *q, fl_schedule s, fl_err *e) {
     memset(q, 0, sizeof *q);
     q->sched = s;
     q->path_hits = calloc((size_t)1 << Q_PATH_BITS, sizeof *q->path_hits);
-    return q->path_hits ? FL_OK : fl_fail(e, FL_ERR_NOMEM, "queue: out of memory");
+    q->top = calloc(FL_AGCOV_MAP_SIZE, sizeof *q->top);
+    if (q->path_hits && q->top) return FL_OK;
+    q_free(q);
+    return fl_fail(e, FL_ERR_NOMEM, "queue: out of memory");
 }
 
 void q_free(q_queue *q) {
     for (int i = 0; i < q->n; i++) {
         fl_case_free(q->e[i]->c);
+        free(q->e[i]->feat);
         free(q->e[i]);
     }
     free(q->e);
     free(q->path_hits);
+    free(q->top);
+    free(q->seen);
     memset(q, 0, sizeof *q);
 }
 
-q_entry *q_add(q_queue *q, fl_case *c, int src, int n_new, int new_features, uint64_t path) {
+q_entry *q_add(q_queue *q, fl_case *c, int src, int n_new, int new_features, uint64_t path,
+               const uint32_t *feat, int n_feat) {
     if (q->n == q->cap) {
         int cap = q->cap ? 2 * q->cap : 64;
         q_entry **v = realloc(q->e, (size_t)cap * sizeof *v);
         if (!v) return NULL;
         q->e = v, q->cap = cap;
     }
+    if (q->n_seen + n_feat > q->cap_seen) {
+        int cap = 2 * (q->n_seen + n_feat) + 64;
+        uint32_t *v = realloc(q->seen, (size_t)cap * sizeof *v);
+        if (!v) return NULL;
+        q->seen = v, q->cap_seen = cap;
+    }
     q_entry *x = calloc(1, sizeof *x);
-    if (!x) return NULL;
+    if (!x || (n_feat && !(x->feat = malloc((size_t)n_feat * sizeof *x->feat)))) {
+        free(x);
+        return NULL;
+    }
     x->id = q->n;
     x->c = c;
     x->src = src;
@@ -58,9 +82,34 @@ q_entry *q_add(q_queue *q, fl_case *c, int src, int n_new, int new_features, uin
     x->n_new = n_new;
     x->new_features = new_features;
     x->path = path;
+    x->n_feat = n_feat;
+    if (n_feat) memcpy(x->feat, feat, (size_t)n_feat * sizeof *feat);
+    for (int i = 0; i < c->n_turns; i++) x->cost += strlen(c->turns[i]);
     q->e[q->n++] = x;
     if (src < 0) q->n_seeds++;
+    for (int i = 0; i < n_feat; i++) { /* become the top-rated entry where cheaper */
+        uint32_t k = feat[i] & (FL_AGCOV_MAP_SIZE - 1);
+        if (!q->top[k]) q->seen[q->n_seen++] = k;
+        if (!q->top[k] || x->cost < q->top[k]->cost) q->top[k] = x, q->dirty = 1;
+    }
     return x;
+}
+
+/* The greedy minimal cover: AFL's cull_queue over the map entries in first-seen order. */
+static void cull(q_queue *q) {
+    uint8_t *covered = calloc(FL_AGCOV_MAP_SIZE, 1);
+    if (!covered) return; /* out of memory: keep the old favored set */
+    for (int i = 0; i < q->n; i++) q->e[i]->favored = 0;
+    q->n_favored = 0;
+    for (int i = 0; i < q->n_seen; i++) {
+        q_entry *t = q->top[q->seen[i]];
+        if (covered[q->seen[i]] || !t || t->favored) continue;
+        t->favored = 1;
+        q->n_favored++;
+        for (int k = 0; k < t->n_feat; k++) covered[t->feat[k] & (FL_AGCOV_MAP_SIZE - 1)] = 1;
+    }
+    free(covered);
+    q->dirty = 0;
 }
 
 void q_hit(q_queue *q, uint64_t path) {
@@ -72,7 +121,8 @@ static double score(const q_queue *q, const q_entry *x) {
     switch (q->sched) {
     case FL_SCHED_EXPLORE: {
         double hits = q->path_hits[x->path & ((1u << Q_PATH_BITS) - 1)];
-        double s = (1 + log2(1 + (double)x->n_new)) * (x->new_features ? 2 : 1);
+        double s = (1 + log2(1 + (double)x->n_new)) * (x->new_features ? 2 : 1) *
+                   (x->favored || !q->n_favored ? 1 : 0.05);
         return s / sqrt(1 + (double)x->picks) / sqrt(hits > 1 ? hits : 1);
     }
     case FL_SCHED_EXPLOIT: return 1 + (double)x->kept + 4 * (double)x->finds;
@@ -85,6 +135,7 @@ q_entry *q_pick(q_queue *q, fl_rng *r, int *energy) {
     /* "none" fuzzes the seeds only, even when entries were added (a resumed folder). */
     int n = q->sched == FL_SCHED_NONE && q->n_seeds > 0 ? q->n_seeds : q->n;
     if (n == 0) return NULL;
+    if (q->dirty) cull(q);
     double total = 0;
     for (int i = 0; i < n; i++) total += score(q, q->e[i]);
     double u = fl_rng_uniform(r) * total, acc = 0;

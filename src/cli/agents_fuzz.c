@@ -4,6 +4,7 @@
  * place on a terminal, a plain line every few seconds otherwise), Ctrl-C / SIGTERM turned into
  * a clean stop, and the summary with the findings table at the end. */
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,25 @@ static void kinds_text(const fl_campaign_stats *s, char *buf, size_t n) {
         }
 }
 
+/* One line of the status screen, cut to the terminal's width at a code-point boundary (so
+ * that it never wraps, which would break the redraw). */
+static void line(int width, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void line(int width, const char *fmt, ...) {
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    size_t cols = 0, i = 0;
+    for (; buf[i]; i++) {
+        if (((unsigned char)buf[i] & 0xC0) == 0x80) continue; /* continuation byte */
+        if (buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t') buf[i] = ' ';
+        if ((int)++cols > width) break;
+    }
+    buf[i] = 0;
+    fprintf(stderr, "\033[K%s\n", buf);
+}
+
 static void on_status(const fl_campaign_stats *s, void *user) {
     screen *sc = user;
     char rt[32], ago[32], cov[128], kinds[512];
@@ -55,6 +75,7 @@ static void on_status(const fl_campaign_stats *s, void *user) {
     kinds_text(s, kinds, sizeof kinds);
     double now = (double)time(NULL);
     if (!sc->tty) {
+        if (s->done) return; /* the summary follows */
         fprintf(stderr, "[%s] execs %llu (%.0f/s)  corpus %d  features %lld  %s  findings %d%s%s%s\n",
                 rt, (unsigned long long)s->execs, s->execs_per_sec, s->corpus_count,
                 (long long)s->features, cov, s->findings, kinds[0] ? " (" : "", kinds,
@@ -63,28 +84,24 @@ static void on_status(const fl_campaign_stats *s, void *user) {
     }
     if (sc->lines) fprintf(stderr, "\033[%dA", sc->lines); /* back to the top of the screen */
     int w = cli_term_width(stderr) - 1;
-#define LINE(...) (fprintf(stderr, "\033[K"), fprintf(stderr, __VA_ARGS__), fputc('\n', stderr))
-    LINE("\033[1mflare agents fuzz\033[0m  seed %llu  schedule %s  %lld target%s%s",
-         (unsigned long long)sc->seed, sc->o->schedule, (long long)sc->o->jobs,
-         sc->o->jobs == 1 ? "" : "s", s->done ? "  (finished)" : "  (Ctrl-C stops)");
-    LINE("     run time : %s", rt);
-    LINE("        execs : %llu  (%.1f/s)", (unsigned long long)s->execs, s->execs_per_sec);
-    LINE("       corpus : %d  (%d kept for new coverage)", s->corpus_count, s->corpus_found);
-    LINE("     coverage : %lld features, %.*s", (long long)s->features, w > 40 ? w - 40 : 40, cov);
-    LINE("     findings : %d distinct%s%.*s", s->findings, kinds[0] ? " - " : "",
-         w > 40 ? w - 40 : 40, kinds);
+    fprintf(stderr, "\033[K\033[1mflare agents fuzz\033[0m  seed %llu  schedule %s  %lld target%s%s\n",
+            (unsigned long long)sc->seed, sc->o->schedule, (long long)sc->o->jobs,
+            sc->o->jobs == 1 ? "" : "s", s->done ? "  (finished)" : "  (Ctrl-C stops)");
+    line(w, "     run time : %s", rt);
+    line(w, "        execs : %llu  (%.1f/s)", (unsigned long long)s->execs, s->execs_per_sec);
+    line(w, "       corpus : %d  (%d kept for new coverage)", s->corpus_count, s->corpus_found);
+    line(w, "     coverage : %lld features, %s", (long long)s->features, cov);
+    line(w, "     findings : %d distinct%s%s", s->findings, kinds[0] ? " - " : "", kinds);
     if (s->hangs || s->crashes)
-        LINE("  crash/hang : %llu crashed, %llu timed out (cases, not distinct)",
+        line(w, "   crash/hang : %llu crashed, %llu timed out (cases, not distinct)",
              (unsigned long long)s->crashes, (unsigned long long)s->hangs);
     else
-        LINE("%s", "");
+        line(w, "   crash/hang : none");
     if (s->last_find_time > 0)
-        LINE("    last find : %s ago - %.*s",
-             cli_fmt_duration(now - s->last_find_time, ago, sizeof ago), w > 40 ? w - 40 : 40,
-             s->last_find);
+        line(w, "    last find : %s ago - %s",
+             cli_fmt_duration(now - s->last_find_time, ago, sizeof ago), s->last_find);
     else
-        LINE("    last find : none yet");
-#undef LINE
+        line(w, "    last find : none yet");
     sc->lines = 8;
     fflush(stderr);
 }

@@ -2,6 +2,7 @@
  * run the workers, and finish (final statistics, plot row, report) however the loop ended. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "agents/campaign_int.h"
@@ -101,6 +102,9 @@ static fl_status setup(camp *cp, const fl_campaign_opts *o, fl_err *e) {
     if (o->dict_path && (st = fl_mutator_load_dict(cp->mut, o->dict_path, e))) return st;
     fl_oracle_opts_default(&cp->oo);
     if ((st = q_init(&cp->q, o->schedule, e))) return st;
+    struct stat sb; /* a wrong -i fails before anything is created in -o */
+    if (strcmp(o->in_dir, "-") && (stat(o->in_dir, &sb) != 0 || !S_ISDIR(sb.st_mode)))
+        return fl_fail(e, FL_ERR_NOTFOUND, "-i %s: not a folder of seed files", o->in_dir);
     if ((st = od_prepare(o->out_dir, !strcmp(o->in_dir, "-"), e))) return st;
     saved_argv_line(o->argv, cp->target_desc, sizeof cp->target_desc);
     cp->meta = (od_meta){.seed = o->seed, .schedule = fl_schedule_name(o->schedule),

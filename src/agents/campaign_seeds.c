@@ -39,8 +39,9 @@ static int cmp_str(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Regular files under dir (recursively, as AFL++ reads -i), hidden ones skipped, sorted. */
-static fl_status list_files(const char *dir, flist *l, int depth, fl_err *e) {
+/* Regular files under dir, hidden ones skipped, sorted; with levels > 0 also those in
+ * sub-folders that deep (AFL++ reads -i recursively). */
+static fl_status list_files(const char *dir, flist *l, int levels, fl_err *e) {
     DIR *d = opendir(dir);
     if (!d) return fl_fail(e, FL_ERR_IO, "%s: cannot open folder: %s", dir, strerror(errno));
     struct dirent *de;
@@ -51,12 +52,12 @@ static fl_status list_files(const char *dir, flist *l, int depth, fl_err *e) {
         if (snprintf(p, sizeof p, "%s/%s", dir, de->d_name) >= (int)sizeof p) continue;
         struct stat sb;
         if (stat(p, &sb) != 0) continue;
-        if (S_ISDIR(sb.st_mode) && depth < 8) st = list_files(p, l, depth + 1, e);
+        if (S_ISDIR(sb.st_mode) && levels > 0) st = list_files(p, l, levels - 1, e);
         else if (S_ISREG(sb.st_mode) && flist_add(l, p) < 0)
             st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
     }
     closedir(d);
-    if (!st && depth == 0 && l->n > 1) qsort(l->v, (size_t)l->n, sizeof *l->v, cmp_str);
+    if (!st && l->n > 1) qsort(l->v, (size_t)l->n, sizeof *l->v, cmp_str);
     return st;
 }
 
@@ -95,7 +96,7 @@ static fl_status read_case(const char *path, fl_case **c, fl_err *e) {
 
 static fl_status load_seeds(camp *cp, fl_target *t, fl_trace *tr, fl_rng *trace_rng, fl_err *e) {
     flist l = {0};
-    fl_status st = list_files(cp->o->in_dir, &l, 0, e);
+    fl_status st = list_files(cp->o->in_dir, &l, 8, e);
     if (!st && l.n == 0)
         st = fl_fail(e, FL_ERR_NOTFOUND, "%s: no seed files (text files with one instruction "
                      "each, or JSON requests {\"turns\":[...]})", cp->o->in_dir);
@@ -171,9 +172,8 @@ static fl_status resume(camp *cp, fl_target *t, fl_trace *tr, fl_rng *trace_rng,
     }
     if ((st = load_findings(cp, e))) return st;
     flist l = {0};
-    if ((st = od_path(p, sizeof p, cp->o->out_dir, "queue", e)) || (st = list_files(p, &l, 7, e)))
+    if ((st = od_path(p, sizeof p, cp->o->out_dir, "queue", e)) || (st = list_files(p, &l, 0, e)))
         return flist_free(&l), st;
-    if (l.n > 1) qsort(l.v, (size_t)l.n, sizeof *l.v, cmp_str);
     for (int i = 0; !st && i < l.n; i++) {
         const char *base = strrchr(l.v[i], '/') + 1, *src = strstr(base, ",src:");
         if (strncmp(base, "id:", 3)) continue; /* not a queue entry */

@@ -39,11 +39,13 @@ LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/onnx.pb-c.o
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+EXAMPLE_SRC := $(wildcard examples/agents/*.c)
+EXAMPLE := $(BUILD)/examples/taskforce
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 .PHONY: all deps test test-fast test-san demo bench clean fuzz-smoke
-all: deps $(BUILD)/flare $(BUILD)/libflare.so
+all: deps $(BUILD)/flare $(BUILD)/libflare.so $(EXAMPLE)
 
 deps:
 	@scripts/deps.sh build
@@ -54,7 +56,8 @@ $(GEN_C) $(GEN_H): $(PROTO)
 
 $(BUILD)/obj/gen/onnx.pb-c.o: $(GEN_C)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Wno-error -c $< -o $@
+	@echo "  CC      $<"
+	$(Q)$(CC) $(CFLAGS) -Wno-error -c $< -o $@
 
 $(BUILD)/obj/%.o: %.c $(GEN_H)
 	@mkdir -p $(dir $@)
@@ -63,13 +66,23 @@ $(BUILD)/obj/%.o: %.c $(GEN_H)
 
 $(BUILD)/libflare.a: $(LIB_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	@echo "  AR      $@"
+	$(Q)ar rcs $@ $^
 
 $(BUILD)/libflare.so: $(LIB_OBJ)
-	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	@echo "  LD      $@"
+	$(Q)$(CC) -shared $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/flare: $(CLI_OBJ) $(BUILD)/libflare.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# The example agent system flare's demo, tests and benchmarks fuzz (a separate program: it
+# speaks the protocol over stdin/stdout and links only cJSON).
+$(EXAMPLE): $(EXAMPLE_SRC) $(wildcard examples/agents/*.h)
+	@mkdir -p $(dir $@)
+	@echo "  CC      $@"
+	$(Q)$(CC) -std=c11 $(CFLAGS_MODE) $(WARN) -o $@ $(EXAMPLE_SRC) $(LDFLAGS) -lcjson -lm
 
 $(BUILD)/tests/%: tests/%.c tests/testutil.h $(BUILD)/libflare.a
 	@mkdir -p $(dir $@)
@@ -89,7 +102,7 @@ test:
 	$(MAKE) --no-print-directory test-san
 	$(MAKE) --no-print-directory fuzz-smoke
 
-test-fast: $(BUILD)/flare $(TEST_BIN)
+test-fast: $(BUILD)/flare $(EXAMPLE) $(TEST_BIN)
 	@tests/run.sh $(BUILD)
 
 test-san:
@@ -103,7 +116,7 @@ demo: all
 
 bench:
 	@scripts/deps.sh bench
-	$(MAKE) --no-print-directory $(BUILD)/flare $(BENCH_BIN)
+	$(MAKE) --no-print-directory $(BUILD)/flare $(EXAMPLE) $(BENCH_BIN)
 	@bench/run.sh $(BUILD)
 
 clean:

@@ -2,6 +2,7 @@
  * targets, unsupported ops, and the important neurons (summing, ranking, JSON round trip). */
 #include "testutil.h"
 
+#include <cjson/cJSON.h>
 #include <unistd.h>
 
 #include "flare/lrp.h"
@@ -493,7 +494,7 @@ static void test_kmeans(void **state) {
         float v[N];
         for (int i = 0; i < N; i++) v[i] = (float)(centres[k - 2][i % k] + 0.15 * fl_rng_normal(&r));
         fl_kmeans1d km, again;
-        assert_int_equal(fl_kmeans1d_fit(v, N, 2, 4, 77, &km, &e), FL_OK);
+        assert_int_equal(fl_kmeans1d_fit(v, N, 2, 4, FL_KMEANS_PP, 77, &km, &e), FL_OK);
         assert_int_equal(km.k, k);
         assert_true(km.silhouette > 0.8);
         double sorted[4];
@@ -503,22 +504,25 @@ static void test_kmeans(void **state) {
         for (int t = 1; t < k; t++) assert_true(km.centroid[t - 1] < km.centroid[t]);
         assert_int_equal(fl_kmeans1d_assign(&km, (float)sorted[k - 1] + 0.3f), k - 1);
         assert_int_equal(fl_kmeans1d_assign(&km, -100), 0);
-        assert_int_equal(fl_kmeans1d_fit(v, N, 2, 4, 77, &again, &e), FL_OK);
+        assert_int_equal(fl_kmeans1d_fit(v, N, 2, 4, FL_KMEANS_PP, 77, &again, &e), FL_OK);
         assert_memory_equal(&km, &again, sizeof km); /* the seed decides everything */
+        assert_int_equal(fl_kmeans1d_fit(v, N, 2, 4, FL_KMEANS_EXACT, 0, &again, &e), FL_OK);
+        assert_int_equal(again.k, k); /* on clear blobs both find the optimum */
+        for (int t = 0; t < k; t++) assert_float_equal(again.centroid[t], km.centroid[t], 1e-9);
     }
     float same[20], two[12];
     for (int i = 0; i < 20; i++) same[i] = 2.5f;
     fl_kmeans1d km;
-    assert_int_equal(fl_kmeans1d_fit(same, 20, 2, 4, 1, &km, &e), FL_OK);
+    assert_int_equal(fl_kmeans1d_fit(same, 20, 2, 4, FL_KMEANS_EXACT, 1, &km, &e), FL_OK);
     assert_int_equal(km.k, 1);
     assert_float_equal(km.centroid[0], 2.5, 0);
     for (int i = 0; i < 12; i++) two[i] = i < 5 ? 1.0f : 3.0f;
-    assert_int_equal(fl_kmeans1d_fit(two, 12, 2, 4, 1, &km, &e), FL_OK);
+    assert_int_equal(fl_kmeans1d_fit(two, 12, 2, 4, FL_KMEANS_PP, 1, &km, &e), FL_OK);
     assert_int_equal(km.k, 2);
     assert_float_equal(km.silhouette, 1.0, 1e-12);
     two[3] = NAN;
-    assert_int_equal(fl_kmeans1d_fit(two, 12, 2, 4, 1, &km, &e), FL_ERR_NAN);
-    assert_int_equal(fl_kmeans1d_fit(two, 12, 3, 2, 1, &km, &e), FL_ERR_ARG);
+    assert_int_equal(fl_kmeans1d_fit(two, 12, 2, 4, FL_KMEANS_PP, 1, &km, &e), FL_ERR_NAN);
+    assert_int_equal(fl_kmeans1d_fit(two, 12, 3, 2, FL_KMEANS_EXACT, 1, &km, &e), FL_ERR_ARG);
 }
 
 /* input [N,4,1,1] -> Flatten -> Relu "act" -> MatMul -> logits [N,2] */
@@ -614,8 +618,12 @@ static void test_idc(void **state) {
     assert_int_equal(cov, 12);
     fl_cover_free(c);
 
-    /* M = 2 on an explicit layer; M larger than the layer takes all four */
+    /* M = 2 on an explicit layer, either method; M larger than the layer takes all four */
     assert_int_equal(fl_cover_new_ops(&fl_cover_idc, &ctx, "2:act_output_0", &c, &e), FL_OK);
+    fl_cover_stats(c, &cov, &tot);
+    assert_int_equal(tot, 12);
+    fl_cover_free(c);
+    assert_int_equal(fl_cover_new_ops(&fl_cover_idc, &ctx, "2:exact:act_output_0", &c, &e), FL_OK);
     fl_cover_stats(c, &cov, &tot);
     assert_int_equal(tot, 12);
     fl_cover_free(c);
@@ -633,7 +641,8 @@ static void test_idc(void **state) {
         fl_status st;
         const char *needle;
     } bad[] = {{"0", FL_ERR_ARG, "idc:0"}, {"11", FL_ERR_ARG, "idc:11"},
-               {"3:nope", FL_ERR_NOTFOUND, "nope"}, {"3:4:5", FL_ERR_ARG, "too many"}};
+               {"3:nope", FL_ERR_NOTFOUND, "nope"}, {"3:a:b", FL_ERR_ARG, "neither"},
+               {"3:a:b:c", FL_ERR_ARG, "too many"}};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         assert_int_equal(fl_cover_new_ops(&fl_cover_idc, &ctx, bad[i].arg, &c, &e), bad[i].st);
         if (!strstr(e.msg, bad[i].needle)) fail_msg("'%s': %s", bad[i].arg, e.msg);
@@ -650,6 +659,116 @@ static void test_idc(void **state) {
     fl_model_free(m);
 }
 
+/* IDC against the numpy re-implementation (tests/fixtures/lrp/make_idc.py) on the values of a
+ * real model: LeNet-1's relu2 channel means on Fashion-MNIST, fed through a model whose layer
+ * is those values (input [N,12,1,1] -> Flatten). */
+static void test_idc_reference(void **state) {
+    (void)state;
+    fl_err e = {0};
+    fl_npy tr, te;
+    assert_int_equal(fl_npy_read(FIX "idc_train.npy", &tr, &e), FL_OK);
+    assert_int_equal(fl_npy_read(FIX "idc_test.npy", &te, &e), FL_OK);
+    uint8_t *buf;
+    size_t len;
+    assert_int_equal(fl_file_read(FIX "idc_reference.json", &buf, &len, &e), FL_OK);
+    cJSON *ref = cJSON_ParseWithLength((const char *)buf, len);
+    free(buf);
+    assert_non_null(ref);
+    int64_t n = tr.shape[0], w = tr.shape[1];
+    assert_int_equal(w, 12);
+
+    fl_model *m = fl_model_new();
+    int x = fl_model_add_value(m, "x", FL_VAL_INPUT, &(fl_tensor){.ndim = 4, .shape = {0, 12, 1, 1}}, &e);
+    int f = fl_model_add_op(m, "Flatten", "flat", 1, &x, 0, NULL, &e);
+    fl_tensor wt = {0};
+    assert_int_equal(fl_tensor_alloc(&wt, 2, (int64_t[]){12, 2}), FL_OK);
+    int wv = fl_model_add_value(m, "w", FL_VAL_PARAM, &wt, &e);
+    int y = fl_model_add_op(m, "MatMul", "logits", 2, (int[]){f, wv}, 0, NULL, &e);
+    assert_int_equal(fl_model_set_io(m, 1, &x, 1, &y, &e), FL_OK);
+    assert_int_equal(fl_model_finish(m, &e), FL_OK);
+    fl_tensor_free(&wt);
+    fl_dataset *d = NULL;
+    assert_int_equal(fl_dataset_new(n, 12, 1, 1, &d, &e), FL_OK);
+    memcpy(d->x, tr.data, sizeof(float) * (size_t)(n * 12));
+
+    double rel[12];
+    int k = 0;
+    cJSON *it;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(ref, "relevance")) rel[k++] = it->valuedouble;
+    int64_t top[1] = {0};
+    fl_important_layer L = {.name = "flat_output_0", .width = 12, .count = 1, .neuron = top,
+                            .relevance = rel};
+    fl_important imp = {.rule = FL_LRP_EPSILON, .eps = 1e-7, .ratio = 0.1, .n_layers = 1,
+                        .layers = &L};
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/flare_test_idcref_%d.json", (int)getpid());
+    assert_int_equal(fl_important_save(&imp, path, &e), FL_OK);
+    fl_layerset *ls = NULL;
+    assert_int_equal(fl_layerset_make(m, "flat_output_0", &ls, &e), FL_OK);
+    fl_cover_ctx ctx = {.m = m, .ls = ls, .train = d, .aux = path};
+
+    cJSON *cs;
+    cJSON_ArrayForEach(cs, cJSON_GetObjectItem(ref, "cases")) {
+        char arg[16];
+        int M = cJSON_GetObjectItem(cs, "m")->valueint;
+        snprintf(arg, sizeof arg, "%d:exact", M);
+        fl_cover *c = NULL;
+        if (fl_cover_new_ops(&fl_cover_idc, &ctx, arg, &c, &e) != FL_OK) fail_msg("%s", e.msg);
+        /* the clusterings, one per important neuron, through the building blocks */
+        cJSON *cl;
+        int j = 0;
+        cJSON_ArrayForEach(cl, cJSON_GetObjectItem(cs, "clusters")) {
+            int nj = cJSON_GetArrayItem(cJSON_GetObjectItem(cs, "neurons"), j++)->valueint;
+            float *v = malloc(sizeof(float) * (size_t)n);
+            int64_t nz = 0;
+            for (int64_t i = 0; i < n; i++)
+                if (((float *)tr.data)[i * 12 + nj] != 0) v[nz++] = ((float *)tr.data)[i * 12 + nj];
+            int want_k = cJSON_GetObjectItem(cl, "k")->valueint;
+            if (want_k > 1) {
+                fl_kmeans1d ex, pp;
+                assert_int_equal(fl_kmeans1d_fit(v, nz, 2, 4, FL_KMEANS_EXACT, 0, &ex, &e), FL_OK);
+                assert_int_equal(ex.k, want_k);
+                for (int t = 0; t < ex.k; t++) {
+                    double ct = cJSON_GetArrayItem(cJSON_GetObjectItem(cl, "centroids"), t)->valuedouble;
+                    if (fabs(ex.centroid[t] - ct) > 1e-9 * fabs(ct))
+                        fail_msg("M=%d neuron %d: centroid %d = %.9g, numpy %.9g", M, nj, t, ex.centroid[t], ct);
+                }
+                assert_float_equal(ex.silhouette, cJSON_GetObjectItem(cl, "silhouette")->valuedouble, 1e-9);
+                /* k-means++ (scikit-learn's way) lands on the same k, at most a hair above the
+                 * optimum (here it can stop in the neighbouring local minimum) */
+                assert_int_equal(fl_kmeans1d_fit(v, nz, 2, 4, FL_KMEANS_PP, 0x1dcull + (uint64_t)nj, &pp, &e), FL_OK);
+                assert_int_equal(pp.k, want_k);
+                assert_true(pp.inertia >= ex.inertia * (1 - 1e-12));
+                assert_true(pp.inertia <= ex.inertia * 1.001);
+            }
+            free(v);
+        }
+        /* the coverage, input by input */
+        int64_t cov, tot;
+        fl_cover_stats(c, &cov, &tot);
+        assert_int_equal(tot, cJSON_GetObjectItem(cs, "total")->valueint);
+        fl_cover_batch b = {.n = (int)te.shape[0], .mean = te.data};
+        uint8_t *added = calloc((size_t)b.n, 1);
+        assert_int_equal(fl_cover_update(c, &b, added, NULL, &e), FL_OK);
+        fl_cover_stats(c, &cov, &tot);
+        assert_int_equal(cov, cJSON_GetObjectItem(cs, "covered")->valueint);
+        int i = 0;
+        cJSON_ArrayForEach(it, cJSON_GetObjectItem(cs, "added")) {
+            if (added[i] != it->valueint) fail_msg("M=%d: input %d added %d, numpy says %d", M, i, added[i], it->valueint);
+            i++;
+        }
+        free(added);
+        fl_cover_free(c);
+    }
+    unlink(path);
+    fl_layerset_free(ls);
+    fl_dataset_free(d);
+    fl_model_free(m);
+    cJSON_Delete(ref);
+    fl_npy_free(&tr);
+    fl_npy_free(&te);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fixture_a),
@@ -662,6 +781,7 @@ int main(void) {
         cmocka_unit_test(test_silhouette),
         cmocka_unit_test(test_kmeans),
         cmocka_unit_test(test_idc),
+        cmocka_unit_test(test_idc_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

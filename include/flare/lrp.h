@@ -161,17 +161,26 @@ fl_status fl_important_subset(const fl_important *imp, const fl_layerset *ls, in
  * clusters the test inputs reach: an input covers the tuple of its nearest centroid at each
  * important neuron; coverage = distinct tuples / product of the k's.
  *
- * As a coverage criterion (cover.h), spec  idc[:M[:LAYER]]  with ctx->aux = the important-
- * neurons file (`flare nn lrp`), ctx->train = the training set and ctx->ls containing LAYER:
- *   M      important neurons (default 6; 1..10, so the 4^M combinations stay countable)
- *   LAYER  the subject layer (default: the last layer of the layer set, other than the
- *          logits, that the important-neurons file has)
+ * As a coverage criterion (cover.h), spec  idc[:M[:LAYER][:METHOD]]  with ctx->aux = the
+ * important-neurons file (`flare nn lrp`), ctx->train = the training set and ctx->ls
+ * containing LAYER:
+ *   M       important neurons (default 6; 1..10, so the 4^M combinations stay countable)
+ *   LAYER   the subject layer (default: the last layer of the layer set, other than the
+ *           logits, that the important-neurons file has)
+ *   METHOD  kmeans++ (default: scikit-learn's KMeans as DeepImportance calls it: k-means++
+ *           seeding, 10 restarts, the lowest inertia kept; seeded from a fixed fl_rng so a
+ *           criterion built twice is the same) or exact (the optimal one-dimensional
+ *           clustering, which k-means++ usually but not always reaches)
  * Clustering follows the reference: a neuron's exact zeros are left out (dead ReLU outputs),
- * fewer than 10 remaining values give one cluster at 0; k-means++ seeding, 10 restarts, the
- * lowest inertia kept (scikit-learn's KMeans defaults), seeded from a fixed fl_rng so that a
- * criterion built twice is the same. docs/lrp.md lists where flare differs (the reference
- * rounds centroids to 2 decimals; flare keeps them exact). */
+ * fewer than 10 remaining values give one cluster at 0. docs/lrp.md lists where flare
+ * differs (the reference rounds centroids to 2 decimals; flare keeps them exact). */
 extern const fl_cover_ops fl_cover_idc;
+
+typedef enum fl_kmeans_method {
+    FL_KMEANS_PP = 0, /* k-means++ seeding + Lloyd, 10 restarts, lowest inertia (scikit-learn) */
+    FL_KMEANS_EXACT   /* the minimum inertia: dynamic programming over the sorted values with
+                         divide-and-conquer split search, O(k n log n) (Ckmeans.1d.dp) */
+} fl_kmeans_method;
 
 typedef struct fl_kmeans1d {
     int k;              /* clusters (1..4) */
@@ -182,9 +191,9 @@ typedef struct fl_kmeans1d {
 
 /* Cluster the n values v for each k in [kmin, kmax] (1 <= kmin <= kmax <= 4) and keep the k
  * with the highest mean silhouette (ties: the smaller k). Fewer distinct values than k caps k.
- * Deterministic given seed. n >= 1. */
-fl_status fl_kmeans1d_fit(const float *v, int64_t n, int kmin, int kmax, uint64_t seed,
-                          fl_kmeans1d *out, fl_err *e);
+ * Deterministic given seed (which only FL_KMEANS_PP uses). n >= 1. */
+fl_status fl_kmeans1d_fit(const float *v, int64_t n, int kmin, int kmax, fl_kmeans_method method,
+                          uint64_t seed, fl_kmeans1d *out, fl_err *e);
 /* Mean silhouette (scikit-learn's silhouette_score, Euclidean) of sorted values x[n] cut into
  * k consecutive clusters at cut[0..k] (cluster t = x[cut[t] .. cut[t+1])); exact, O(n k). */
 double fl_silhouette1d(const double *x, int64_t n, const int64_t *cut, int k);

@@ -86,7 +86,8 @@ void fl_selection_free(fl_selection *s);
 
 /* Write the seeds next to each other: images_path (float32 [n,c,h,w] NPY, as fed to the
  * model), the same name with ".npy" replaced by ".idx.npy" (int64 [n] test indices) and by
- * ".png" (a grid labelled "#index" and the class name). All atomic. */
+ * ".png" (a grid: each tile labelled "#index", " p=K" when the model predicts class K instead
+ * of the label, and the label's class name). All atomic. */
 fl_status fl_selection_save(const fl_selection *s, const fl_dataset *test, const char *images_path,
                             fl_err *e);
 

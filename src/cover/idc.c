@@ -80,6 +80,68 @@ static double lloyd(const double *x, const double *S, int64_t n, int k, fl_rng *
     return inertia;
 }
 
+/* Exact 1-D k-means: D[t][j] = min over i of D[t-1][i] + cost(x[i..j)), where the leftmost
+ * best split i is non-decreasing in j (the cost satisfies the quadrangle inequality), so each
+ * row is filled by divide and conquer over j with a shrinking range of i. */
+typedef struct dp_ctx {
+    const double *S, *Q;
+    const double *prev;
+    double *cur;
+    int64_t *arg;
+} dp_ctx;
+
+static double run_cost(const dp_ctx *c, int64_t i, int64_t j) {
+    double s = c->S[j] - c->S[i], q = c->Q[j] - c->Q[i];
+    double v = q - s * s / (double)(j - i);
+    return v > 0 ? v : 0;
+}
+
+static void dp_fill(const dp_ctx *c, int64_t jlo, int64_t jhi, int64_t ilo, int64_t ihi) {
+    while (jlo <= jhi) {
+        int64_t mid = jlo + (jhi - jlo) / 2, best_i = ilo, top = ihi < mid - 1 ? ihi : mid - 1;
+        double best = INFINITY;
+        for (int64_t i = ilo; i <= top; i++) {
+            double v = c->prev[i] + run_cost(c, i, mid);
+            if (v < best) best = v, best_i = i;
+        }
+        c->cur[mid] = best;
+        c->arg[mid] = best_i;
+        dp_fill(c, jlo, mid - 1, ilo, best_i); /* recurse on the left half, loop on the right */
+        jlo = mid + 1;
+        ilo = best_i;
+    }
+}
+
+/* The optimal runs of sorted x for k clusters (cut[0..k]) and centroids; returns the inertia
+ * or -1 when out of memory. */
+static double exact(const double *x, const double *S, int64_t n, int k, double *c, int64_t *cut) {
+    double *Q = malloc(sizeof(double) * (size_t)(n + 1));
+    double *D = malloc(sizeof(double) * (size_t)(n + 1) * (size_t)(k + 1));
+    int64_t *A = malloc(sizeof(int64_t) * (size_t)(n + 1) * (size_t)(k + 1));
+    if (!Q || !D || !A) {
+        free(Q), free(D), free(A);
+        return -1;
+    }
+    Q[0] = 0;
+    for (int64_t i = 0; i < n; i++) Q[i + 1] = Q[i] + x[i] * x[i];
+    for (int64_t j = 0; j <= n; j++) D[j] = j == 0 ? 0 : INFINITY;
+    for (int t = 1; t <= k; t++) {
+        dp_ctx dc = {S, Q, D + (size_t)(t - 1) * (n + 1), D + (size_t)t * (n + 1),
+                     A + (size_t)t * (n + 1)};
+        for (int64_t j = 0; j < t; j++) dc.cur[j] = INFINITY;
+        dp_fill(&dc, t, n, t - 1, n - 1);
+    }
+    cut[k] = n;
+    for (int t = k; t > 0; t--) cut[t - 1] = A[(size_t)t * (n + 1) + cut[t]];
+    double inertia = 0;
+    for (int t = 0; t < k; t++) {
+        c[t] = (S[cut[t + 1]] - S[cut[t]]) / (double)(cut[t + 1] - cut[t]);
+        for (int64_t i = cut[t]; i < cut[t + 1]; i++) inertia += (x[i] - c[t]) * (x[i] - c[t]);
+    }
+    free(Q), free(D), free(A);
+    return inertia;
+}
+
 static double silhouette_pref(const double *x, const double *S, int64_t n, const int64_t *cut,
                               int k) {
     double total = 0;
@@ -120,8 +182,8 @@ double fl_silhouette1d(const double *x, int64_t n, const int64_t *cut, int k) {
     return s;
 }
 
-fl_status fl_kmeans1d_fit(const float *v, int64_t n, int kmin, int kmax, uint64_t seed,
-                          fl_kmeans1d *out, fl_err *e) {
+fl_status fl_kmeans1d_fit(const float *v, int64_t n, int kmin, int kmax, fl_kmeans_method method,
+                          uint64_t seed, fl_kmeans1d *out, fl_err *e) {
     memset(out, 0, sizeof *out);
     if (n < 1 || kmin < 1 || kmax > 4 || kmin > kmax || n > UINT32_MAX)
         return fl_fail(e, FL_ERR_ARG, "k-means: need 1 <= kmin <= kmax <= 4 and 1 <= n < 2^32");
@@ -148,13 +210,15 @@ fl_status fl_kmeans1d_fit(const float *v, int64_t n, int kmin, int kmax, uint64_
         double best_c[4] = {0}, c[4] = {0}, best_in = INFINITY;
         int64_t best_cut[5], cut[5];
         for (int run = 0; run < KM_RESTARTS; run++) {
-            double in = lloyd(x, S, n, k, &r, d, c, cut);
+            double in = method == FL_KMEANS_EXACT ? exact(x, S, n, k, c, cut)
+                                                  : lloyd(x, S, n, k, &r, d, c, cut);
+            if (in < 0) goto nomem;
             if (in < best_in) {
                 best_in = in;
                 memcpy(best_c, c, sizeof c);
                 memcpy(best_cut, cut, sizeof cut);
             }
-            if (k == 1) break; /* the mean, whatever the seed */
+            if (k == 1 || method == FL_KMEANS_EXACT) break; /* no seed to vary */
         }
         double sil = k == 1 ? 0 : silhouette_pref(x, S, n, best_cut, k);
         if (sil > out->silhouette) {
@@ -185,6 +249,7 @@ int fl_kmeans1d_assign(const fl_kmeans1d *km, float v) {
 typedef struct idc_params {
     int64_t off;                  /* the layer's first neuron in the flat vector */
     int m;                        /* important neurons */
+    fl_kmeans_method method;
     int64_t neuron[IDC_MAX_M];    /* their indices in the layer, most relevant first */
     fl_kmeans1d km[IDC_MAX_M];
 } idc_params;
@@ -254,11 +319,20 @@ static fl_status pick_neurons(fl_cover *c, const fl_cover_ctx *ctx, const fl_imp
 }
 
 static fl_status idc_init(fl_cover *c, const fl_cover_ctx *ctx, const char *arg, fl_err *e) {
-    char buf[512], *part[2];
+    char buf[512], *part[3];
+    const char *layer = NULL;
     int np;
     int64_t m = 6;
-    fl_status st = fl_cover__args(c, arg, buf, sizeof buf, part, 2, &np, e);
+    fl_kmeans_method method = FL_KMEANS_PP;
+    fl_status st = fl_cover__args(c, arg, buf, sizeof buf, part, 3, &np, e);
     if (st == FL_OK && np >= 1) st = fl_cover__int(c, part[0], 1, IDC_MAX_M, &m, e);
+    for (int i = 1; st == FL_OK && i < np; i++) { /* LAYER and METHOD, either order */
+        if (!strcmp(part[i], "exact")) method = FL_KMEANS_EXACT;
+        else if (!strcmp(part[i], "kmeans++")) method = FL_KMEANS_PP;
+        else if (!layer) layer = part[i];
+        else st = fl_fail(e, FL_ERR_ARG, "%s: '%s' is neither a layer nor a method (%s)", c->spec,
+                          part[i], c->ops->usage);
+    }
     if (st != FL_OK) return st;
     if (!ctx->aux)
         return fl_fail(e, FL_ERR_ARG,
@@ -275,8 +349,9 @@ static fl_status idc_init(fl_cover *c, const fl_cover_ctx *ctx, const char *arg,
         return fl_fail(e, FL_ERR_NOMEM, "out of memory");
     }
     c->params = p;
+    p->method = method;
     int li;
-    st = pick_neurons(c, ctx, imp, np >= 2 ? part[1] : NULL, m, p, &li, e);
+    st = pick_neurons(c, ctx, imp, layer, m, p, &li, e);
     fl_important_free(imp);
     if (st != FL_OK) return st;
 
@@ -295,7 +370,8 @@ static fl_status idc_init(fl_cover *c, const fl_cover_ctx *ctx, const char *arg,
         if (nz < 10) { /* the reference's threshold: one cluster, at 0 */
             p->km[j] = (fl_kmeans1d){.k = 1};
         } else {
-            st = fl_kmeans1d_fit(v, nz, 2, 4, 0x1dcull + (uint64_t)p->neuron[j], &p->km[j], e);
+            st = fl_kmeans1d_fit(v, nz, 2, 4, p->method, 0x1dcull + (uint64_t)p->neuron[j],
+                                 &p->km[j], e);
         }
         items *= p->km[j].k;
         fl_log(2, "%s: neuron %lld of '%s': %lld non-zero training values, k = %d (silhouette %.4f)",
@@ -324,8 +400,8 @@ static fl_status idc_update(fl_cover *c, const fl_cover_batch *b, uint8_t *added
 
 const fl_cover_ops fl_cover_idc = {
     .name = "idc",
-    .usage = "idc[:M[:LAYER]] (M important neurons, 1..10, default 6; needs the important-neurons "
-             "file and the training set)",
+    .usage = "idc[:M[:LAYER][:exact|kmeans++]] (M important neurons, 1..10, default 6; needs "
+             "the important-neurons file and the training set)",
     .needs = 0,
     .init = idc_init,
     .update = idc_update,

@@ -443,8 +443,9 @@ fl_status fl_selection_save(const fl_selection *s, const fl_dataset *test, const
         int y = test->y ? test->y[s->index[j]] : -1;
         int c = y >= 0 ? y : s->pred[j];
         const char *name = c >= 0 && c < test->n_classes && test->class_names ? test->class_names[c] : "";
-        char buf[96];
-        snprintf(buf, sizeof buf, "#%lld\n%.40s", (long long)s->index[j], name);
+        char buf[96], pred[16] = "";
+        if (y >= 0 && s->pred[j] != y) snprintf(pred, sizeof pred, " p=%d", (int)s->pred[j]);
+        snprintf(buf, sizeof buf, "#%lld%s\n%.40s", (long long)s->index[j], pred, name);
         if (!(labels[j] = strdup(buf))) st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
     }
     if (st == FL_OK)

@@ -331,6 +331,19 @@ static void test_resume(void **state) {
     o.in_dir = p;
     assert_int_equal(fl_campaign_run(&o, &rx, &e), FL_ERR_NOTFOUND);
     assert_non_null(strstr(e.msg, "no seed files"));
+
+    /* a user lexicon (--lexicon) with a malformed line stops the campaign before it starts,
+     * naming the file and line */
+    snprintf(out, sizeof out, "%s/o_lexicon", tmp);
+    snprintf(p, sizeof p, "%s/bad.lexicon", tmp);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs("# synonyms\nquick, fast, rapid\nlonely\n", f); /* a group needs two entries */
+    fclose(f);
+    opts(&o, out, 10, 1, argv);
+    o.lexicon_path = p;
+    assert_true(fl_campaign_run(&o, &rx, &e) != FL_OK);
+    assert_non_null(strstr(e.msg, "bad.lexicon:3"));
 }
 
 static void test_goal_stop_jobs(void **state) {

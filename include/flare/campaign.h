@@ -88,6 +88,7 @@ typedef struct fl_campaign_opts {
     int fresh;               /* one target process per case */
     int mem_limit_mb;        /* RLIMIT_AS of the target; 0: none */
     const char *dict_path;   /* AFL dictionary (-x), may be NULL */
+    const char *lexicon_path;/* extra synonym groups (--lexicon, docs/agents-mutators.md), may be NULL */
     const char *spec_path;   /* agent spec (--spec), may be NULL */
     fl_schedule schedule;    /* -p */
     const char *command_line;/* recorded in fuzzer_stats */

@@ -100,6 +100,7 @@ static fl_status setup(camp *cp, const fl_campaign_opts *o, fl_err *e) {
     if ((st = fl_agcov_new(cp->spec, NULL, &cp->cov, e))) return st;
     if ((st = fl_mutator_new(NULL, &cp->mut, e))) return st;
     if (o->dict_path && (st = fl_mutator_load_dict(cp->mut, o->dict_path, e))) return st;
+    if (o->lexicon_path && (st = fl_mutator_load_lexicon(cp->mut, o->lexicon_path, e))) return st;
     fl_oracle_opts_default(&cp->oo);
     if ((st = q_init(&cp->q, o->schedule, e))) return st;
     struct stat sb; /* a wrong -i fails before anything is created in -o */

@@ -117,6 +117,7 @@ static void command_line(const cli_opts *o, uint64_t seed, char *buf, size_t n) 
     if (o->set[F_max_execs]) ADD(" -E %lld", (long long)o->max_execs);
     if (o->jobs != 1) ADD(" -j %lld", (long long)o->jobs);
     if (o->set[F_dict]) ADD(" -x %s", o->dict);
+    if (o->set[F_lexicon]) ADD(" --lexicon %s", o->lexicon);
     if (o->set[F_spec]) ADD(" --spec %s", o->spec);
     if (o->fresh) ADD(" --fresh");
     if (o->mem_limit) ADD(" -m %lld", (long long)o->mem_limit);
@@ -147,6 +148,7 @@ int cmd_agents_fuzz(const cli_opts *o) {
     co.fresh = o->fresh;
     co.mem_limit_mb = (int)o->mem_limit;
     co.dict_path = o->set[F_dict] ? o->dict : NULL;
+    co.lexicon_path = o->set[F_lexicon] ? o->lexicon : NULL;
     co.spec_path = o->set[F_spec] ? o->spec : NULL;
     co.command_line = cmdline;
     if (fl_schedule_parse(o->schedule, &co.schedule, &e)) return cli_usage(o->cmd, "-p: %s", e.msg);

@@ -18,9 +18,7 @@ echo "model: $out/lenet5.onnx   per-epoch stats: $out/train_stats.jsonl"
 # ---- flare agents: fuzz the example multi-agent system (examples/agents/) -------------------
 echo
 echo "== flare agents demo: fuzz the example Master/Worker/Checker system for 20 s =="
-examples=$(dirname "$flare")/examples
-mkdir -p "$examples"
-cc -std=c11 -O2 -Wall -Wextra -Werror -o "$examples/taskforce" examples/agents/*.c -lcjson -lm
+examples=$(dirname "$flare")/examples   # built by `make` (the Makefile's $(EXAMPLE) rule)
 rm -rf "$out/agents"   # a folder holding a campaign is only resumed (-i -), never overwritten
 "$flare" agents fuzz -i examples/agents/seeds -o "$out/agents" --spec examples/agents/spec.json \
     -V "${DEMO_AGENTS_SECONDS:-20}" -s 1 -t 500 -- "$examples/taskforce"

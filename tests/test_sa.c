@@ -511,6 +511,128 @@ static void test_traces_from_model(void **state) {
     fl_model_free(m);
 }
 
+/* ---- LSC / DSC as coverage criteria --------------------------------------------------------- */
+static fl_dataset *random_set(int64_t n, uint64_t seed) {
+    fl_dataset *d;
+    fl_err e = {0};
+    assert_int_equal(fl_dataset_new(n, 1, 2, 2, &d, &e), FL_OK);
+    fl_rng r;
+    fl_rng_seed(&r, seed);
+    for (int64_t i = 0; i < n * 4; i++) d->x[i] = 4.0f * fl_rng_normal(&r);
+    return d;
+}
+
+/* Feed d through m in batches; returns how many inputs were flagged as adding coverage. */
+static int64_t feed(fl_cover *c, fl_model *m, const fl_layerset *ls, const fl_dataset *d,
+                    int batch) {
+    fl_err e = {0};
+    float *v = malloc(sizeof(float) * (size_t)(batch * ls->total));
+    uint8_t *added = malloc((size_t)batch);
+    int64_t flagged = 0;
+    for (int64_t s = 0; s < d->n; s += batch) {
+        int n = (int)(d->n - s < batch ? d->n - s : batch);
+        fl_tensor x = fl_dataset_view(d, s, n);
+        assert_int_equal(fl_model_forward(m, &x, &e), FL_OK);
+        fl_layerset_neurons(ls, m, v);
+        fl_cover_batch b = {.n = n, .mean = v, .m = m};
+        int any = 0;
+        if (fl_cover_update(c, &b, added, &any, &e) != FL_OK) fail_msg("%s", e.msg);
+        int64_t k = 0;
+        for (int i = 0; i < n; i++) k += added[i];
+        assert_int_equal(any, k > 0);
+        flagged += k;
+    }
+    free(v);
+    free(added);
+    return flagged;
+}
+
+static void test_cover_criteria(void **state) {
+    fl_err e = {0};
+    fl_model *m;
+    assert_int_equal(fl_zoo_build("mlp", 1, 2, 2, 3, 2, &m, &e), FL_OK);
+    fl_layerset *ls;
+    assert_int_equal(fl_layerset_make(m, "/relu2/Relu_output_0,logits", &ls, &e), FL_OK);
+    fl_dataset *train = random_set(3000, 1), *test = random_set(400, 2);
+    fl_cover_ctx ctx = {.m = m, .ls = ls, .train = train};
+
+    /* The reference: SA of the whole test set at once, bucketed by fl_sc. */
+    float *tr, *te;
+    int32_t *tp, *qp;
+    int64_t dim;
+    assert_int_equal(fl_sa_traces(m, "logits", train, 256, &tr, &tp, &dim, &e), FL_OK);
+    assert_int_equal(fl_sa_traces(m, "logits", test, 256, &te, &qp, &dim, &e), FL_OK);
+    int64_t per[3] = {0, 0, 0};
+    for (int i = 0; i < 3000; i++) per[tp[i]]++;
+    assert_true(per[0] > 100 && per[1] > 100 && per[2] > 100); /* every class well present */
+    for (int kind = 0; kind < 2; kind++) {
+        const fl_cover_ops *ops = kind ? &fl_cover_dsc : &fl_cover_lsc;
+        fl_sa_opts o;
+        fl_sa_opts_init(&o, kind ? FL_SA_DSA : FL_SA_LSA);
+        fl_sa *sa;
+        assert_int_equal(fl_sa_new(tr, tp, 3000, dim, &o, &sa, &e), FL_OK);
+        /* default bounds: leave-one-out SA of 1000 evenly spaced training traces */
+        int64_t idx[1000];
+        double loo[1000], lo, hi, v[400];
+        for (int i = 0; i < 1000; i++) idx[i] = (int64_t)i * 3000 / 1000;
+        assert_int_equal(fl_sa_score_train(sa, idx, 1000, loo, &e), FL_OK);
+        assert_true(fl_sc_bounds(loo, 1000, &lo, &hi));
+        assert_int_equal(fl_sa_score(sa, te, qp, 400, v, &e), FL_OK);
+        fl_sc *sc;
+        assert_int_equal(fl_sc_new(20, lo, hi, FL_SC_SADL, &sc, &e), FL_OK);
+        fl_sc_add(sc, v, 400);
+
+        fl_cover *c, *c2;
+        if (fl_cover_new_ops(ops, &ctx, "20:logits", &c, &e) != FL_OK) fail_msg("%s", e.msg);
+        int64_t covered, total;
+        assert_int_equal(feed(c, m, ls, test, 64), sc->covered);
+        fl_cover_stats(c, &covered, &total);
+        assert_int_equal(total, 21);
+        assert_int_equal(covered, sc->covered);
+        assert_true(covered > 2);
+        /* one batch of everything: the same coverage */
+        assert_int_equal(fl_cover_new_ops(ops, &ctx, "20:logits", &c2, &e), FL_OK);
+        feed(c2, m, ls, test, 400);
+        fl_cover_stats(c2, &covered, &total);
+        assert_int_equal(covered, sc->covered);
+        fl_cover_free(c2);
+        fl_cover_free(c);
+        /* explicit bounds */
+        assert_int_equal(fl_cover_new_ops(ops, &ctx, "10:logits:0:1", &c, &e), FL_OK);
+        feed(c, m, ls, test, 100);
+        fl_sc *sc2;
+        assert_int_equal(fl_sc_new(10, 0, 1, FL_SC_SADL, &sc2, &e), FL_OK);
+        fl_sc_add(sc2, v, 400);
+        fl_cover_stats(c, &covered, &total);
+        assert_int_equal(covered, sc2->covered);
+        fl_cover_free(c);
+        fl_sc_free(sc2);
+        fl_sc_free(sc);
+        fl_sa_free(sa);
+    }
+    /* DSC's default layer: the last one that is not the logits. */
+    fl_cover *c;
+    assert_int_equal(fl_cover_new_ops(&fl_cover_dsc, &ctx, "5", &c, &e), FL_OK);
+    assert_string_equal(c->group_name[0], "/relu2/Relu_output_0");
+    fl_cover_free(c);
+    /* Errors. */
+    assert_int_equal(fl_cover_new_ops(&fl_cover_lsc, &ctx, "1", &c, &e), FL_ERR_ARG);
+    assert_int_equal(fl_cover_new_ops(&fl_cover_lsc, &ctx, "10:logits:3", &c, &e), FL_ERR_ARG);
+    assert_int_equal(fl_cover_new_ops(&fl_cover_lsc, &ctx, "10:logits:3:1", &c, &e), FL_ERR_ARG);
+    assert_int_equal(fl_cover_new_ops(&fl_cover_lsc, &ctx, "10:nope", &c, &e), FL_ERR_NOTFOUND);
+    fl_cover_ctx no_train = {.m = m, .ls = ls};
+    assert_int_equal(fl_cover_new_ops(&fl_cover_dsc, &no_train, NULL, &c, &e), FL_ERR_ARG);
+    assert_non_null(strstr(e.msg, "training set"));
+    free(tr);
+    free(te);
+    free(tp);
+    free(qp);
+    fl_dataset_free(train);
+    fl_dataset_free(test);
+    fl_layerset_free(ls);
+    fl_model_free(m);
+}
+
 /* ---- the command line (skipped when the binary is not built) --------------------------------- */
 static int have_bin(void) {
     const char *b = getenv("FLARE_BIN");
@@ -615,6 +737,7 @@ int main(void) {
         cmocka_unit_test(test_absent_class_is_nan),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_traces_from_model),
+        cmocka_unit_test(test_cover_criteria),
         cmocka_unit_test(test_cli),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

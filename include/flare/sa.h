@@ -37,6 +37,7 @@
 #ifndef FLARE_SA_H
 #define FLARE_SA_H
 
+#include "flare/cover.h"
 #include "flare/neurons.h"
 
 typedef enum fl_sa_kind { FL_SA_LSA, FL_SA_DSA, FL_SA_MDSA } fl_sa_kind;
@@ -151,5 +152,13 @@ void fl_sc_reset(fl_sc *sc);
 int fl_sc_bounds(const double *sa, int64_t n, double *lower, double *upper);
 /* "sadl" | "equal" */
 fl_status fl_sc_mode_parse(const char *s, fl_sc_mode *out, fl_err *e);
+
+/* LSC and DSC as coverage criteria (cover.h; src/sa/sa_cover.c has the details):
+ *     lsc[:K[:LAYER[:LOWER:UPPER]]]     dsc[:K[:LAYER[:LOWER:UPPER]]]
+ * K buckets (default 1000) of sadl's get_sc over the LSA / DSA of each input against the
+ * training traces (ctx->train) of LAYER (a layer of ctx->ls; default: its last layer that is
+ * not the logits or a model output). Items: K + 1 (np.digitize's buckets). Default bounds:
+ * min / max of the leave-one-out SA of up to 1000 training traces. */
+extern const fl_cover_ops fl_cover_lsc, fl_cover_dsc;
 
 #endif

@@ -7,10 +7,11 @@
 
 #include "cover_int.h"
 #include "flare/lrp.h" /* fl_cover_idc */
+#include "flare/sa.h"  /* fl_cover_lsc, fl_cover_dsc */
 
 static const fl_cover_ops *const table[] = {
     &fl_cover_nc, &fl_cover_kmnc, &fl_cover_nbc, &fl_cover_snac, &fl_cover_tknc, &fl_cover_tknp,
-    &fl_cover_idc,
+    &fl_cover_idc, &fl_cover_lsc, &fl_cover_dsc,
     NULL,
 };
 

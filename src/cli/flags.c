@@ -456,7 +456,7 @@ void cli_help_group(FILE *f, const char *group) {
 }
 
 void cli_help_main(FILE *f) {
-    fprintf(f, "flare %s — coverage-guided testing of neural networks\n\n"
+    fprintf(f, "flare %s — coverage-guided testing of neural networks and LLM agent systems\n\n"
                "usage: flare GROUP VERB [flags]\n"
                "       flare GROUP VERB --help      (or: flare help GROUP VERB)\n"
                "       flare GROUP --help\n"

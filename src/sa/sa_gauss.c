@@ -85,9 +85,35 @@ static void cov_add(double *cov, const float *x, const double *mu, double *r, in
     }
 }
 
+/* Whiten rows lo..hi-1 of class c into sa->xg (float) and their squared norms into sa->xn. */
+typedef struct whiten_job {
+    fl_sa *sa;
+    int c;
+    _Atomic int failed;
+} whiten_job;
+
+static void whiten_range(void *ctx, int64_t lo, int64_t hi, int tid) {
+    whiten_job *J = ctx;
+    fl_sa *sa = J->sa;
+    int64_t d = sa->d, s = sa->start[J->c];
+    const double *W = sa->W + (int64_t)J->c * d * d, *mu = sa->mu + (int64_t)J->c * d;
+    double *r = malloc(sizeof(double) * (size_t)(2 * d));
+    if (!r) {
+        J->failed = 1;
+        return;
+    }
+    for (int64_t i = s + lo; i < s + hi; i++) {
+        whiten(W, mu, sa->raw + i * d, r, r + d, d);
+        float *g = sa->xg + i * d;
+        for (int64_t j = 0; j < d; j++) g[j] = (float)r[d + j];
+        sa->xn[i] = (float)fl__sa_sqnorm(g, d);
+    }
+    free(r);
+}
+
 /* Mean, covariance (ddof), Cholesky and inverse factor of class c; LSA also whitens the
  * class's training rows into sa->xg. */
-static fl_status build_class(fl_sa *sa, int c, double *cov, double *l, double *r, double *z,
+static fl_status build_class(fl_sa *sa, int c, double *cov, double *l, double *r,
                              fl_err *e) {
     int64_t d = sa->d, s = sa->start[c], nc = sa->start[c + 1] - s;
     int lsa = sa->o.kind == FL_SA_LSA, ddof = lsa ? 1 : 0;
@@ -123,13 +149,11 @@ static fl_status build_class(fl_sa *sa, int c, double *cov, double *l, double *r
     tri_inverse(l, W, d);
     for (int64_t j = 0; j < d; j++) logdet += log(l[j * d + j]);
     sa->lognorm[c] = -0.5 * (double)d * LOG_2PI - logdet - log((double)nc);
-    if (lsa)
-        for (int64_t i = s; i < s + nc; i++) {
-            whiten(W, mu, sa->raw + i * d, r, z, d);
-            float *g = sa->xg + i * d;
-            for (int64_t j = 0; j < d; j++) g[j] = (float)z[j];
-            sa->xn[i] = (float)fl__sa_sqnorm(g, d);
-        }
+    if (lsa) {
+        whiten_job J = {sa, c, 0};
+        fl_parallel_for(nc, whiten_range, &J);
+        if (J.failed) return fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    }
     return FL_OK;
 }
 
@@ -152,7 +176,7 @@ fl_status fl__sa_gauss_build(fl_sa *sa, fl_err *e) {
     fl_status st = FL_OK;
     for (int c = 0; c < C && st == FL_OK; c++)
         if (sa->start[c + 1] > sa->start[c])
-            st = build_class(sa, c, cov, cov + d * d, cov + 2 * d * d, cov + 2 * d * d + d, e);
+            st = build_class(sa, c, cov, cov + d * d, cov + 2 * d * d, e);
     free(cov);
     return st;
 }
@@ -214,27 +238,41 @@ static double lsa_expsum(const float *v, float mn, int nb) {
     return s;
 }
 
-fl_status fl__sa_lsa_score(fl_sa *sa, const float *q, int64_t m, int c, const int64_t *self,
-                           double *out, fl_err *e) {
+typedef struct lsa_job {
+    const fl_sa *sa;
+    const float *q;
+    int64_t m;
+    int c, mb;
+    const int64_t *self;
+    double *out;
+    uint8_t *failed; /* [slots] */
+} lsa_job;
+
+/* Blocks b0..b1-1 of J->mb inputs each: one thread's share. */
+static void lsa_range(void *ctx, int64_t b0, int64_t b1, int tid) {
+    const lsa_job *J = ctx;
+    const fl_sa *sa = J->sa;
+    int c = J->c, MB = J->mb;
+    const int64_t *self = J->self;
     int64_t d = sa->d, s0 = sa->start[c], s1 = sa->start[c + 1];
     const double *W = sa->W + (int64_t)c * d * d, *mu = sa->mu + (int64_t)c * d;
-    float *zq = fl_alloc(sizeof(float) * (size_t)(LSA_MB * d));
-    float *buf = fl_alloc(sizeof(float) * LSA_MB * LSA_NB);
-    double *zd = malloc(sizeof(double) * (size_t)(LSA_MB * d + 3 * d));
-    float *qn = malloc(sizeof(float) * LSA_MB), *mn = malloc(sizeof(float) * LSA_MB);
-    double *sum = malloc(sizeof(double) * LSA_MB);
-    int64_t *imin = malloc(sizeof(int64_t) * LSA_MB);
-    fl_status st = FL_OK;
+    float *zq = fl_alloc(sizeof(float) * (size_t)(MB * d));
+    float *buf = fl_alloc(sizeof(float) * (size_t)MB * LSA_NB);
+    double *zd = malloc(sizeof(double) * (size_t)(MB * d + 3 * d));
+    float *qn = malloc(sizeof(float) * (size_t)MB), *mn = malloc(sizeof(float) * (size_t)MB);
+    double *sum = malloc(sizeof(double) * (size_t)MB);
+    int64_t *imin = malloc(sizeof(int64_t) * (size_t)MB);
     if (!zq || !buf || !zd || !qn || !mn || !sum || !imin) {
-        st = fl_fail(e, FL_ERR_NOMEM, "out of memory for LSA blocks");
+        J->failed[tid] = 1;
         goto out;
     }
-    double *r = zd + LSA_MB * d, *zt = r + d, *rt = zt + d;
-    for (int64_t q0 = 0; q0 < m; q0 += LSA_MB) {
-        int mb = (int)(m - q0 < LSA_MB ? m - q0 : LSA_MB);
+    double *r = zd + MB * d, *zt = r + d, *rt = zt + d;
+    for (int64_t blk = b0; blk < b1; blk++) {
+        int64_t q0 = blk * MB;
+        int mb = (int)(J->m - q0 < MB ? J->m - q0 : MB);
         for (int i = 0; i < mb; i++) {
             double *z = zd + (int64_t)i * d;
-            whiten(W, mu, q + (q0 + i) * d, r, z, d);
+            whiten(W, mu, J->q + (q0 + i) * d, r, z, d);
             for (int64_t j = 0; j < d; j++) zq[i * d + j] = (float)z[j];
             qn[i] = (float)fl__sa_sqnorm(zq + i * d, d);
             mn[i] = INFINITY;
@@ -275,7 +313,7 @@ fl_status fl__sa_lsa_score(fl_sa *sa, const float *q, int64_t m, int c, const in
             double lognorm = sa->lognorm[c];
             if (self && self[q0 + i] >= 0) /* the mean over the n_c - 1 other kernels */
                 lognorm += log((double)(s1 - s0)) - log((double)(s1 - s0 - 1));
-            out[q0 + i] = -(logsum + lognorm);
+            J->out[q0 + i] = -(logsum + lognorm);
         }
     }
 out:
@@ -286,7 +324,19 @@ out:
     free(mn);
     free(sum);
     free(imin);
-    return st;
+}
+
+fl_status fl__sa_lsa_score(fl_sa *sa, const float *q, int64_t m, int c, const int64_t *self,
+                           double *out, fl_err *e) {
+    int slots = fl_parallel_slots(), mb = fl__sa_block(m, LSA_MB);
+    uint8_t *failed = calloc((size_t)slots, 1);
+    if (!failed) return fl_fail(e, FL_ERR_NOMEM, "out of memory for LSA blocks");
+    lsa_job J = {sa, q, m, c, mb, self, out, failed};
+    fl_parallel_for((m + mb - 1) / mb, lsa_range, &J);
+    int bad = 0;
+    for (int t = 0; t < slots; t++) bad |= failed[t];
+    free(failed);
+    return bad ? fl_fail(e, FL_ERR_NOMEM, "out of memory for LSA blocks") : FL_OK;
 }
 
 /* ---- MDSA --------------------------------------------------------------------------------- */

@@ -62,6 +62,14 @@ fl_status fl__sa_dsa_score(fl_sa *sa, const float *q, int64_t m, int c, const in
 typedef float fl__v8f __attribute__((vector_size(32)));
 typedef int32_t fl__v8i __attribute__((vector_size(32)));
 
+/* Inputs per block when m inputs are split over the thread pool (fl_parallel_for over
+ * blocks): at most max, and small enough that every thread gets a block. A result never
+ * depends on the block it was computed in. */
+static inline int fl__sa_block(int64_t m, int max) {
+    int64_t T = fl_parallel_slots(), b = (m + T - 1) / T;
+    return b > max ? max : b < 1 ? 1 : (int)b;
+}
+
 /* Squared norm of a float row, summed in double. */
 static inline double fl__sa_sqnorm(const float *x, int64_t d) {
     double s = 0;

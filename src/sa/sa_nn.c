@@ -79,37 +79,48 @@ static float block_min(const float *row, const float *xn, int nb) {
 /* For each of the m query rows q[m, d] (columns in use, uncentred), the nearest training row
  * among the row ranges rg[0..nrg) (pairs [lo, hi)), other than self[i] (self may be NULL): its
  * index (best; -1 when the ranges hold no other row) and exact distance (then +inf). */
-static fl_status nn_search(const fl_sa *sa, const float *q, int64_t m, const int64_t (*rg)[2],
-                           int nrg, const int64_t *self, int64_t *best, double *dist,
-                           fl_err *e) {
+typedef struct nn_job {
+    const fl_sa *sa;
+    const float *q;
+    int64_t m;
+    const int64_t (*rg)[2];
+    int nrg, mb;
+    const int64_t *self;
+    int64_t *best;
+    double *dist;
+    float xnmax;
+    uint8_t *failed; /* [slots] */
+} nn_job;
+
+/* Blocks b0..b1-1 of J->mb queries each: one thread's share. */
+static void nn_range(void *ctx, int64_t b0, int64_t b1, int tid) {
+    const nn_job *J = ctx;
+    const fl_sa *sa = J->sa;
+    const float *q = J->q;
+    const int64_t (*rg)[2] = J->rg, *self = J->self;
     int64_t d = sa->d;
-    float *qc = fl_alloc(sizeof(float) * (size_t)(NN_MB * d));
-    float *buf = fl_alloc(sizeof(float) * NN_MB * NN_NB);
-    nn_row *rows = malloc(sizeof(nn_row) * NN_MB);
-    if (!qc || !buf || !rows) {
-        fl_free(qc);
-        fl_free(buf);
-        free(rows);
-        return fl_fail(e, FL_ERR_NOMEM, "out of memory for nearest-neighbour blocks");
+    int MB = J->mb;
+    float *qc = fl_alloc(sizeof(float) * (size_t)(MB * d));
+    float *buf = fl_alloc(sizeof(float) * (size_t)MB * NN_NB), *qn = malloc(sizeof(float) * (size_t)MB);
+    nn_row *rows = malloc(sizeof(nn_row) * (size_t)MB);
+    if (!qc || !buf || !qn || !rows) {
+        J->failed[tid] = 1;
+        goto out;
     }
-    float xnmax = 0;
-    for (int k = 0; k < nrg; k++)
-        for (int64_t i = rg[k][0]; i < rg[k][1]; i++)
-            if (sa->xn[i] > xnmax) xnmax = sa->xn[i];
     const double tol = 8.0 * (1.0 + sqrt((double)d)) * FLT_EPSILON;
-    for (int64_t q0 = 0; q0 < m; q0 += NN_MB) {
-        int mb = (int)(m - q0 < NN_MB ? m - q0 : NN_MB);
-        float qn[NN_MB];
+    for (int64_t blk = b0; blk < b1; blk++) {
+        int64_t q0 = blk * MB;
+        int mb = (int)(J->m - q0 < MB ? J->m - q0 : MB);
         for (int i = 0; i < mb; i++) {
             for (int64_t j = 0; j < d; j++)
                 qc[i * d + j] = (float)((double)q[(q0 + i) * d + j] - sa->gmean[j]);
             double n2 = fl__sa_sqnorm(qc + i * d, d);
             qn[i] = (float)n2;
             rows[i].best = INFINITY;
-            rows[i].tau = (float)(tol * (n2 + xnmax));
+            rows[i].tau = (float)(tol * (n2 + J->xnmax));
             rows[i].cnt = 0;
         }
-        for (int k = 0; k < nrg; k++)
+        for (int k = 0; k < J->nrg; k++)
             for (int64_t t0 = rg[k][0]; t0 < rg[k][1]; t0 += NN_NB) {
                 int nb = (int)(rg[k][1] - t0 < NN_NB ? rg[k][1] - t0 : NN_NB);
                 fl_sgemm(0, 1, mb, nb, (int)d, -2.0f, qc, (int)d, sa->xg + t0 * d, (int)d, 0.0f,
@@ -141,14 +152,37 @@ static fl_status nn_search(const fl_sa *sa, const float *q, int64_t m, const int
                 }
                 if (s < bd || (s == bd && rows[i].idx[k] < bi)) bd = s, bi = rows[i].idx[k];
             }
-            best[q0 + i] = bi;
-            dist[q0 + i] = sqrt(bd);
+            J->best[q0 + i] = bi;
+            J->dist[q0 + i] = sqrt(bd);
         }
     }
+out:
     fl_free(qc);
     fl_free(buf);
+    free(qn);
     free(rows);
-    return FL_OK;
+}
+
+/* For each of the m query rows q[m, d] (columns in use, uncentred), the nearest training row
+ * among the row ranges rg[0..nrg) (pairs [lo, hi)), other than self[i] (self may be NULL): its
+ * index (best; -1 when the ranges hold no other row) and exact distance (then +inf). The
+ * queries are split in blocks over the thread pool. */
+static fl_status nn_search(const fl_sa *sa, const float *q, int64_t m, const int64_t (*rg)[2],
+                           int nrg, const int64_t *self, int64_t *best, double *dist,
+                           fl_err *e) {
+    float xnmax = 0;
+    for (int k = 0; k < nrg; k++)
+        for (int64_t i = rg[k][0]; i < rg[k][1]; i++)
+            if (sa->xn[i] > xnmax) xnmax = sa->xn[i];
+    int slots = fl_parallel_slots(), mb = fl__sa_block(m, NN_MB);
+    uint8_t *failed = calloc((size_t)slots, 1);
+    if (!failed) return fl_fail(e, FL_ERR_NOMEM, "out of memory for nearest-neighbour blocks");
+    nn_job J = {sa, q, m, rg, nrg, mb, self, best, dist, xnmax, failed};
+    fl_parallel_for((m + mb - 1) / mb, nn_range, &J);
+    int bad = 0;
+    for (int t = 0; t < slots; t++) bad |= failed[t];
+    free(failed);
+    return bad ? fl_fail(e, FL_ERR_NOMEM, "out of memory for nearest-neighbour blocks") : FL_OK;
 }
 
 /* Row ranges of every class but c. */

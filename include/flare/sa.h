@@ -32,7 +32,8 @@
  * scored with it (the blocking over inputs is only for speed).
  *
  * Threading: an fl_sa is not safe to score from two threads at once (DSA caches distances in
- * it); BLAS parallelises each call.
+ * it); each call splits its inputs in blocks over the thread pool (fl_parallel_for), and the
+ * results do not depend on the thread count.
  */
 #ifndef FLARE_SA_H
 #define FLARE_SA_H

@@ -723,6 +723,31 @@ static void test_cli(void **state) {
     rc = sh(&out, "\"$FLARE_BIN\" nn sa -k lsa " ATS " --neurons 1,x");
     assert_int_equal(rc, 2);
     free(out);
+    rc = sh(&out, "\"$FLARE_BIN\" nn sa -k dsa " ATS " --grid %s/g.png", dir); /* no images */
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "--grid needs the images"));
+    free(out);
+    /* From a model: the most surprising inputs as an image grid (a PNG file), and all the
+     * SA values as NPY */
+    snprintf(path, sizeof path, "%s/g.png", dir);
+    rc = sh(&out, "\"$FLARE_BIN\" nn sa -k dsa -m tests/fixtures/cover/lenet1.onnx "
+            "-l /pool2/MaxPool_output_0 --train fashion-mnist:train --test fashion-mnist:test "
+            "-n 300 --top 5 --grid %s -o %s/v.npy", path, dir);
+    if (rc != 0) fail_msg("exit %d: %s", rc, out);
+    assert_non_null(strstr(out, "the 5 most surprising inputs"));
+    free(out);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    unsigned char sig[8];
+    assert_int_equal(fread(sig, 1, 8, f), 8);
+    fclose(f);
+    assert_memory_equal(sig, "\x89PNG\r\n\x1a\n", 8);
+    remove(path);
+    snprintf(path, sizeof path, "%s/v.npy", dir);
+    assert_int_equal(fl_npy_read(path, &a, &e), FL_OK);
+    assert_int_equal(a.count, 300);
+    fl_npy_free(&a);
+    remove(path);
     rmdir(dir);
 }
 

@@ -10,6 +10,7 @@
 #include "cli/cli.h"
 #include "flare/onnx.h"
 #include "flare/sa.h"
+#include "flare/select.h"
 
 typedef struct traces {
     float *x;      /* [n, d] */
@@ -70,8 +71,10 @@ static fl_status read_traces(const char *ats, const char *pred, traces *t, fl_er
     return FL_OK;
 }
 
+/* Traces of spec's images; the dataset is handed back through *keep when keep != NULL (for
+ * --grid), else released. */
 static fl_status model_traces(const cli_opts *o, fl_model *m, const char *spec, traces *t,
-                              fl_err *e) {
+                              fl_dataset **keep, fl_err *e) {
     fl_scale sc;
     fl_dataset *d = NULL;
     fl_status st = fl_scale_parse(o->sa_scale, &sc, e);
@@ -81,7 +84,36 @@ static fl_status model_traces(const cli_opts *o, fl_model *m, const char *spec, 
         st = fl_sa_traces(m, o->sa_layer, d, (int)o->sa_batch, &t->x, &t->pred, &t->d, e);
         t->n = d->n;
     }
-    fl_dataset_free(d);
+    if (keep && st == FL_OK)
+        *keep = d;
+    else
+        fl_dataset_free(d);
+    return st;
+}
+
+/* --grid: the --top most surprising inputs as a labelled image grid, most surprising first;
+ * each tile says "#index", the predicted class and the SA value. */
+static fl_status write_grid(const cli_opts *o, const fl_dataset *d, const traces *te,
+                            const double *v, fl_err *e) {
+    int64_t k = o->sa_top, idx[256];
+    if (k > 256) k = 256;
+    k = fl_select_top(v, te->n, k, 1, idx);
+    if (k == 0) return fl_fail(e, FL_ERR_ARG, "--grid: no input has a finite SA value");
+    fl_tensor x = {0};
+    char text[256][64];
+    const char *labels[256];
+    fl_status st = fl_dataset_gather(d, idx, k, &x, NULL, e);
+    for (int64_t i = 0; i < k && st == FL_OK; i++) {
+        int p = te->pred[idx[i]];
+        const char *cls = p >= 0 && p < d->n_classes ? d->class_names[p] : "?";
+        snprintf(text[i], sizeof text[i], "#%lld %.3g\n%s", (long long)idx[i], v[idx[i]], cls);
+        labels[i] = text[i];
+    }
+    if (st == FL_OK)
+        st = fl_image_grid_write_scaled(o->sa_grid, x.data, (int)k, d->c, d->h, d->w, 0, labels,
+                                        &d->scale, e);
+    if (st == FL_OK) cli_note("wrote %s (the %lld most surprising inputs)\n", o->sa_grid, (long long)k);
+    fl_tensor_free(&x);
     return st;
 }
 
@@ -239,6 +271,8 @@ int cmd_nn_sa(const cli_opts *o) {
     if (o->set[F_buckets] && o->set[F_sc_lower] && o->set[F_sc_upper] &&
         !(o->sc_lower < o->sc_upper))
         return cli_usage(o->cmd, "--lower must be below --upper");
+    if (ats && o->set[F_sa_grid])
+        return cli_usage(o->cmd, "--grid needs the images: use --model, --train and --test");
     fl_err e = {0};
     fl_scale sc;
     if (model && fl_scale_parse(o->sa_scale, &sc, &e) != FL_OK)
@@ -248,6 +282,7 @@ int cmd_nn_sa(const cli_opts *o) {
     traces tr = {0}, te = {0};
     fl_model *m = NULL;
     fl_sa *sa = NULL;
+    fl_dataset *test_set = NULL; /* kept for --grid */
     double *v = NULL;
     float *f = NULL;
     int64_t *neurons = NULL, n_neurons = 0;
@@ -288,8 +323,8 @@ int cmd_nn_sa(const cli_opts *o) {
             goto out_quiet;
         }
         fl_layerset_free(ls);
-        if (model_traces(o, m, o->sa_train, &tr, &e) != FL_OK ||
-            model_traces(o, m, o->sa_test, &te, &e) != FL_OK)
+        if (model_traces(o, m, o->sa_train, &tr, NULL, &e) != FL_OK ||
+            model_traces(o, m, o->sa_test, &te, o->sa_grid ? &test_set : NULL, &e) != FL_OK)
             goto out;
     }
     double t0 = fl_now();
@@ -308,6 +343,7 @@ int cmd_nn_sa(const cli_opts *o) {
         int64_t shp[1] = {te.n};
         if (fl_npy_write(o->sa_output, FL_DT_F32, 1, shp, f, &e) != FL_OK) goto out;
     }
+    if (test_set && write_grid(o, test_set, &te, v, &e) != FL_OK) goto out;
     summary s;
     summarize(o, v, te.n, &s, &e, &st);
     s.n_train = tr.n;
@@ -321,6 +357,7 @@ out_quiet:
     traces_free(&te);
     fl_sa_free(sa);
     fl_model_free(m);
+    fl_dataset_free(test_set);
     free(neurons);
     free(v);
     free(f);

@@ -1,6 +1,9 @@
 #!/bin/sh
-# make demo: flare's main job on built-in defaults, at this stage of the project:
-# train LeNet-5 on Fashion-MNIST briefly, evaluate it, and show its layer table.
+# make demo: flare's main jobs on built-in defaults.
+#   neural networks: train LeNet-5 on Fashion-MNIST briefly, evaluate it, show its layers,
+#     measure the test set's coverage under each criterion, show the 10 most surprising test
+#     inputs as an image grid;
+#   agents: fuzz the example multi-agent system and report what it found.
 set -eu
 flare=${1:-build/flare}
 out=${DEMO_OUT:-out/demo}
@@ -13,7 +16,20 @@ echo
 echo
 "$flare" nn info --model "$out/lenet5.onnx"
 echo
+echo "== test adequacy: profile the training set, cover the test set, rank by surprise =="
+"$flare" nn profile --model "$out/lenet5.onnx" --data fashion-mnist:train -o "$out/profile.bin"
+"$flare" nn lrp --model "$out/lenet5.onnx" --data fashion-mnist:train --ratio 0.4 \
+    -o "$out/important.json"
+"$flare" nn cover --model "$out/lenet5.onnx" --profile "$out/profile.bin" \
+    --data fashion-mnist:test --train fashion-mnist:train --important "$out/important.json" \
+    --criteria nc:0.5,kmnc:1000,nbc,snac,tknc:3,tknp,idc,lsc,dsc >"$out/coverage.txt"
+sed -n '/^criterion/,/^$/p' "$out/coverage.txt"   # the summary; per-layer tables follow in the file
+"$flare" nn sa --kind dsa --model "$out/lenet5.onnx" --layer /relu4/Relu_output_0 \
+    --train fashion-mnist:train --test fashion-mnist:test --buckets 1000 \
+    --grid "$out/surprising.png" -o "$out/dsa.npy"
+echo
 echo "model: $out/lenet5.onnx   per-epoch stats: $out/train_stats.jsonl"
+echo "coverage per layer: $out/coverage.txt   10 most surprising test inputs: $out/surprising.png"
 
 # ---- flare agents: fuzz the example multi-agent system (examples/agents/) -------------------
 echo

@@ -76,6 +76,7 @@ typedef struct fl_trace {
     char protocol_msg[256];/* the first one, human-readable */
     double ms;             /* wall time of the case */
     size_t bytes;          /* bytes read from the target for this case */
+    int64_t tokens_in, tokens_out; /* model tokens used (gen_ai.usage.* of OTLP spans), 0 if unknown */
 } fl_trace;
 
 fl_trace *fl_trace_new(void);

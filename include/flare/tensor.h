@@ -60,5 +60,9 @@ typedef struct fl_conv2d_geom {
 void fl_im2col(float *cols, const float *img, const fl_conv2d_geom *g);
 /* img[c, h, w] += fold of cols[c*kh*kw, oh*ow] (adjoint of im2col). */
 void fl_col2im(float *img, const float *cols, const fl_conv2d_geom *g);
+/* The same with cols rows ld floats apart (ld >= oh*ow): several images side by side in one
+ * cols matrix, image j at column j*oh*ow. */
+void fl_im2col_ld(float *cols, size_t ld, const float *img, const fl_conv2d_geom *g);
+void fl_col2im_ld(float *img, const float *cols, size_t ld, const fl_conv2d_geom *g);
 
 #endif

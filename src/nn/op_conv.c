@@ -176,41 +176,21 @@ void fl_lowered_free(fl_lowered *L) {
     L->slots = 0;
 }
 
-/* im2col of images n0..n0+b of `in` into cols [ci*kh*kw, b*P], or (in == NULL) col2im of
- * cols added into the same images of `out`. One image is fl_im2col's own layout. For several,
- * each cols row is produced by fl_im2col over a single plane with a 1x1 kernel whose pads are
- * shifted by the kernel offset (ki*dh, kj*dw): that reads exactly row (c, ki, kj), and lets us
- * place it at image j's columns. */
+/* im2col of images n0..n0+b of `in` into cols [ci*kh*kw, b*P] (image j's columns at j*P), or
+ * (in == NULL) col2im of cols added into the same images of `out`: one strided call per
+ * image. */
 static void chunk_fold(const fl_lowered *L, fl_lowered_buf *B, const float *in, float *out,
                        int n0, int b) {
-    const fl_conv2d_geom *g = &L->g;
-    size_t p = (size_t)g->oh * g->ow, plane = (size_t)g->h * g->w, ld = (size_t)b * p;
-    size_t first = (size_t)n0 * L->ci * plane;
-    if (b == 1) {
-        fl_conv2d_geom all = *g;
-        all.c = L->ci;
+    fl_conv2d_geom all = L->g;
+    all.c = L->ci;
+    size_t p = (size_t)all.oh * all.ow, img = (size_t)L->ci * all.h * all.w, ld = (size_t)b * p;
+    for (int j = 0; j < b; j++) {
+        size_t at = (size_t)(n0 + j) * img;
         if (in)
-            fl_im2col(B->cols, in + first, &all);
+            fl_im2col_ld(B->cols + j * p, ld, in + at, &all);
         else
-            fl_col2im(out + first, B->cols, &all);
-        return;
+            fl_col2im_ld(out + at, B->cols + j * p, ld, &all);
     }
-    fl_conv2d_geom row = *g;
-    row.c = row.kh = row.kw = 1;
-    for (int j = 0; j < b; j++)
-        for (int c = 0; c < L->ci; c++) {
-            size_t img = first + ((size_t)j * L->ci + c) * plane;
-            for (int ki = 0; ki < g->kh; ki++)
-                for (int kj = 0; kj < g->kw; kj++) {
-                    row.pt = g->pt - ki * g->dh;
-                    row.pl = g->pl - kj * g->dw;
-                    float *r = B->cols + ((size_t)(c * g->kh + ki) * g->kw + kj) * ld + j * p;
-                    if (in)
-                        fl_im2col(r, in + img, &row);
-                    else
-                        fl_col2im(out + img, r, &row);
-                }
-        }
 }
 
 /* mat [zc, b*P] <-> images n0..n0+b of Z [N, zc, P]. */

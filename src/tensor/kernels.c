@@ -26,8 +26,9 @@ static void valid_cols(const fl_conv2d_geom *g, int x0, int *lo, int *hi) {
 /* cols row r = (ci, ki, kj), column = (oy, ox). Rows are short (a few dozen floats for small
  * images), so the copies are plain loops the compiler vectorises inline rather than memcpy
  * calls, and the zeroing of the padding is skipped where there is none. */
-void fl_im2col(float *cols, const float *img, const fl_conv2d_geom *g) {
-    const int ohw = g->oh * g->ow, ow = g->ow, sw = g->sw;
+void fl_im2col_ld(float *cols, size_t ld, const float *img, const fl_conv2d_geom *g) {
+    const size_t ohw = ld;
+    const int ow = g->ow, sw = g->sw;
     for (int ci = 0; ci < g->c; ci++) {
         const float *plane = img + (size_t)ci * g->h * g->w;
         for (int ki = 0; ki < g->kh; ki++) {
@@ -59,8 +60,8 @@ void fl_im2col(float *cols, const float *img, const fl_conv2d_geom *g) {
     }
 }
 
-void fl_col2im(float *img, const float *cols, const fl_conv2d_geom *g) {
-    const int ohw = g->oh * g->ow;
+void fl_col2im_ld(float *img, const float *cols, size_t ld, const fl_conv2d_geom *g) {
+    const size_t ohw = ld;
     for (int ci = 0; ci < g->c; ci++) {
         float *plane = img + (size_t)ci * g->h * g->w;
         for (int ki = 0; ki < g->kh; ki++) {
@@ -82,4 +83,12 @@ void fl_col2im(float *img, const float *cols, const fl_conv2d_geom *g) {
             }
         }
     }
+}
+
+void fl_im2col(float *cols, const float *img, const fl_conv2d_geom *g) {
+    fl_im2col_ld(cols, (size_t)g->oh * g->ow, img, g);
+}
+
+void fl_col2im(float *img, const float *cols, const fl_conv2d_geom *g) {
+    fl_col2im_ld(img, cols, (size_t)g->oh * g->ow, g);
 }

@@ -748,6 +748,23 @@ static void test_cli(void **state) {
     assert_int_equal(a.count, 300);
     fl_npy_free(&a);
     remove(path);
+    /* LSAv/DSAv: --important restricts the trace to LRP's important neurons of the layer */
+    snprintf(path, sizeof path, "%s/imp.json", dir);
+    rc = sh(&out, "\"$FLARE_BIN\" nn lrp -m tests/fixtures/cover/lenet1.onnx -d fashion-mnist:train "
+            "--limit 300 --layers /pool2/MaxPool_output_0 --ratio 0.25 -o %s", path);
+    if (rc != 0) fail_msg("exit %d: %s", rc, out);
+    free(out);
+    rc = sh(&out, "\"$FLARE_BIN\" nn sa -k dsa -m tests/fixtures/cover/lenet1.onnx "
+            "-l /pool2/MaxPool_output_0 --train fashion-mnist:train --test fashion-mnist:test "
+            "-n 300 --important %s", path);
+    if (rc != 0) fail_msg("exit %d: %s", rc, out);
+    assert_non_null(strstr(out, "3 important neurons of 12")); /* round(0.25 * 12) */
+    assert_non_null(strstr(out, "3 of 12 neurons used"));
+    free(out);
+    rc = sh(&out, "\"$FLARE_BIN\" nn sa -k dsa " ATS " --important %s", path);
+    assert_int_equal(rc, 2);
+    free(out);
+    remove(path);
     rmdir(dir);
 }
 

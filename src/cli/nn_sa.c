@@ -10,6 +10,7 @@
 #include "cli/cli.h"
 #include "flare/onnx.h"
 #include "flare/sa.h"
+#include "flare/lrp.h"
 #include "flare/select.h"
 
 typedef struct traces {
@@ -271,6 +272,8 @@ int cmd_nn_sa(const cli_opts *o) {
     if (o->set[F_buckets] && o->set[F_sc_lower] && o->set[F_sc_upper] &&
         !(o->sc_lower < o->sc_upper))
         return cli_usage(o->cmd, "--lower must be below --upper");
+    if (o->set[F_sa_important] && (ats || o->set[F_sa_neurons]))
+        return cli_usage(o->cmd, "--important needs --model (and not --neurons)");
     if (ats && o->set[F_sa_grid])
         return cli_usage(o->cmd, "--grid needs the images: use --model, --train and --test");
     fl_err e = {0};
@@ -321,6 +324,21 @@ int cmd_nn_sa(const cli_opts *o) {
             rc = e.status == FL_ERR_NOTFOUND ? cli_usage(o->cmd, "--layer %s: %s", o->sa_layer,
                                                          e.msg) : cli_fail(&e);
             goto out_quiet;
+        }
+        /* --important: LSAv / DSAv, the trace restricted to LRP's important neurons */
+        if (o->set[F_sa_important]) {
+            fl_important *imp = NULL;
+            fl_status ist = fl_important_load(o->sa_important, &imp, &e);
+            if (ist == FL_OK) ist = fl_important_subset(imp, ls, &neurons, &n_neurons, &e);
+            fl_important_free(imp);
+            if (ist != FL_OK) {
+                fl_layerset_free(ls);
+                goto out;
+            }
+            so.neurons = neurons;
+            so.n_neurons = n_neurons;
+            cli_note("%lld important neurons of %lld (%s)\n", (long long)n_neurons,
+                     (long long)ls->total, o->sa_important);
         }
         fl_layerset_free(ls);
         if (model_traces(o, m, o->sa_train, &tr, NULL, &e) != FL_OK ||

@@ -69,7 +69,10 @@ static void relu_bwd_range(void *ctx, int64_t lo, int64_t hi, int tid) {
     const float *restrict y = J->y, *restrict dy = J->dy;
     float *restrict dx = J->out;
     int64_t a = lo * RELU_BLOCK, b = hi * RELU_BLOCK < J->size ? hi * RELU_BLOCK : J->size;
-    for (int64_t i = a; i < b; i++) dx[i] += y[i] > 0 ? dy[i] : 0;
+    for (int64_t i = a; i < b; i++) {
+        const float g = dy[i]; /* loaded unconditionally, so the select vectorises */
+        dx[i] += y[i] > 0 ? g : 0.0f;
+    }
 }
 
 static void relu_forward(fl_model *m, fl_node *n) {

@@ -220,19 +220,31 @@ static void maxpool_forward(fl_model *m, fl_node *n) {
         }
 }
 
-static void maxpool_backward(fl_model *m, fl_node *n) {
-    pool_state *s = n->state;
-    fl_tensor *dx = fl_gin(m, n, 0);
-    if (!dx) return;
-    const float *dy = fl_gout(m, n, 0)->data;
+typedef struct maxpool_grad_job {
+    const pool_state *s;
+    const float *dy;
+    float *dx;
+} maxpool_grad_job;
+
+/* planes [lo, hi): each output's gradient goes to the input element that won its window */
+static void maxpool_backward_range(void *ctx, int64_t lo, int64_t hi, int tid) {
+    const maxpool_grad_job *J = ctx;
+    const pool_state *s = J->s;
     size_t plane = (size_t)s->h * s->w, oplane = (size_t)s->oh * s->ow;
-    for (int64_t p = 0; p < s->planes; p++) {
-        float *dxp = dx->data + p * plane;
+    for (int64_t p = lo; p < hi; p++) {
+        float *dxp = J->dx + p * plane;
         const int32_t *ap = s->argmax + p * oplane;
-        const float *dyp = dy + p * oplane;
+        const float *dyp = J->dy + p * oplane;
         for (size_t j = 0; j < oplane; j++)
             if (ap[j] >= 0) dxp[ap[j]] += dyp[j];
     }
+}
+
+static void maxpool_backward(fl_model *m, fl_node *n) {
+    fl_tensor *dx = fl_gin(m, n, 0);
+    if (!dx) return;
+    maxpool_grad_job J = {n->state, fl_gout(m, n, 0)->data, dx->data};
+    fl_parallel_for(J.s->planes, maxpool_backward_range, &J);
 }
 
 static const fl_op op_maxpool = {"MaxPool", maxpool_init, pool_shape, maxpool_forward,

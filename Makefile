@@ -41,11 +41,12 @@ TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 EXAMPLE_SRC := $(wildcard examples/agents/*.c)
 EXAMPLE := $(BUILD)/examples/taskforce
+HTTP_EXAMPLE := $(BUILD)/examples/agents-http
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 .PHONY: all deps test test-fast test-san demo bench clean fuzz-smoke
-all: deps $(BUILD)/flare $(BUILD)/libflare.so $(EXAMPLE)
+all: deps $(BUILD)/flare $(BUILD)/libflare.so $(EXAMPLE) $(HTTP_EXAMPLE)
 
 deps:
 	@scripts/deps.sh build
@@ -84,6 +85,13 @@ $(EXAMPLE): $(EXAMPLE_SRC) $(wildcard examples/agents/*.h)
 	@echo "  CC      $@"
 	$(Q)$(CC) -std=c11 $(CFLAGS_MODE) $(WARN) -o $@ $(EXAMPLE_SRC) $(LDFLAGS) -lcjson -lm
 
+# The same system behind HTTP (examples/agents-http/: wraps any JSON-lines target), for
+# --target URL.
+$(HTTP_EXAMPLE): examples/agents-http/server.c
+	@mkdir -p $(dir $@)
+	@echo "  CC      $@"
+	$(Q)$(CC) -std=c11 $(CFLAGS_MODE) $(WARN) -o $@ $< $(LDFLAGS) -lcjson
+
 $(BUILD)/tests/%: tests/%.c tests/testutil.h $(BUILD)/libflare.a
 	@mkdir -p $(dir $@)
 	@echo "  TEST    $@"
@@ -102,7 +110,7 @@ test:
 	$(MAKE) --no-print-directory test-san
 	$(MAKE) --no-print-directory fuzz-smoke
 
-test-fast: $(BUILD)/flare $(EXAMPLE) $(TEST_BIN)
+test-fast: $(BUILD)/flare $(EXAMPLE) $(HTTP_EXAMPLE) $(TEST_BIN)
 	@tests/run.sh $(BUILD)
 
 test-san:

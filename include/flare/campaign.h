@@ -80,6 +80,7 @@ typedef struct fl_campaign_opts {
     const char *in_dir;      /* seeds folder; "-" resumes the campaign in out_dir */
     const char *out_dir;
     char *const *argv;       /* target command, NULL-terminated (run directly, no shell) */
+    const struct fl_http_opts *http; /* or an HTTP target (http_target.h); argv then NULL */
     double max_seconds;      /* 0: no limit (-V) */
     uint64_t max_execs;      /* 0: no limit (-E) */
     uint64_t seed;           /* -s: every random decision derives from it */

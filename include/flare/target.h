@@ -58,6 +58,8 @@ typedef struct fl_target_opts {
     int instance;          /* distinguishes the logs of parallel targets (default 0) */
     size_t max_log;        /* cap of the log file in bytes (default 1 MiB) */
     uint64_t seed;         /* traceparents for cases that have none (default 0) */
+    const struct fl_http_opts *http; /* non-NULL: an HTTP target (http_target.h; argv unused,
+                              timeout_ms and max_bytes apply, the process options do not) */
 } fl_target_opts;
 
 void fl_target_opts_default(fl_target_opts *o);

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "agents/campaign_int.h"
+#include "flare/http_target.h"
 
 typedef struct worker {
     camp *cp;
@@ -90,7 +91,7 @@ static void *work(void *arg) {
 
 static fl_status setup(camp *cp, const fl_campaign_opts *o, fl_err *e) {
     fl_status st;
-    if (!o->out_dir || !o->in_dir || !o->argv || !o->argv[0])
+    if (!o->out_dir || !o->in_dir || (!o->http && (!o->argv || !o->argv[0])))
         return fl_fail(e, FL_ERR_ARG, "campaign: -i, -o and a target command are required");
     if (o->jobs < 1 || o->jobs > 256) return fl_fail(e, FL_ERR_ARG, "-j %d: 1 to 256", o->jobs);
     if (o->spec_path && (st = fl_spec_load(o->spec_path, &cp->spec, e))) return st;
@@ -108,6 +109,7 @@ static fl_status setup(camp *cp, const fl_campaign_opts *o, fl_err *e) {
         return fl_fail(e, FL_ERR_NOTFOUND, "-i %s: not a folder of seed files", o->in_dir);
     if ((st = od_prepare(o->out_dir, !strcmp(o->in_dir, "-"), e))) return st;
     saved_argv_line(o->argv, cp->target_desc, sizeof cp->target_desc);
+    if (o->http) snprintf(cp->target_desc, sizeof cp->target_desc, "%s", o->http->url);
     cp->meta = (od_meta){.seed = o->seed, .schedule = fl_schedule_name(o->schedule),
                          .command_line = o->command_line ? o->command_line : cp->target_desc,
                          .target = cp->target_desc, .spec = o->spec_path, .jobs = o->jobs,
@@ -133,6 +135,7 @@ static fl_status start_worker(camp *cp, worker *w, int idx, fl_err *e) {
     to.timeout_ms = o->timeout_ms;
     to.mem_limit_mb = o->mem_limit_mb;
     to.instance = idx;
+    to.http = o->http; /* an HTTP target: one curl handle per worker */
     to.seed = o->seed + (uint64_t)idx;
     char logs[4096];
     fl_status st = od_path(logs, sizeof logs, o->out_dir, "logs", e);

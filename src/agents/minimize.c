@@ -195,7 +195,7 @@ fl_status fl_minimize(const char *path, const fl_min_opts *o, fl_min_result *r, 
     r->bytes_before = case_bytes(c);
     if (!(m.tr = fl_trace_new())) st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
     if (!st) st = saved_spec(o->spec_path, sc.spec, &m.spec, &loaded, e);
-    if (!st) st = saved_target(o->argv, o->timeout_ms, o->fresh, o->mem_limit_mb, &m.t, e);
+    if (!st) st = saved_target(o->argv, o->http, o->timeout_ms, o->fresh, o->mem_limit_mb, &m.t, e);
     if (!st) { /* the starting point must fail, with the chosen signature */
         const char *want = o->signature ? o->signature : sc.signature;
         snprintf(m.sig, sizeof m.sig, "%s", want ? want : "");

@@ -31,14 +31,16 @@ fl_status saved_spec(const char *given, const char *recorded, fl_spec **spec, ch
     return st;
 }
 
-fl_status saved_target(char *const *argv, int timeout_ms, int fresh, int mem_limit_mb,
-                       fl_target **t, fl_err *e) {
+fl_status saved_target(char *const *argv, const struct fl_http_opts *http, int timeout_ms,
+                       int fresh, int mem_limit_mb, fl_target **t, fl_err *e) {
     fl_target_opts to;
     fl_target_opts_default(&to);
     to.timeout_ms = timeout_ms > 0 ? timeout_ms : to.timeout_ms;
     to.fresh = fresh;
     to.mem_limit_mb = mem_limit_mb;
-    if (!argv || !argv[0]) return fl_fail(e, FL_ERR_ARG, "no target command (-- CMD ARGS...)");
+    to.http = http;
+    if (!http && (!argv || !argv[0]))
+        return fl_fail(e, FL_ERR_ARG, "no target command (-- CMD ARGS...)");
     return fl_target_new(argv, &to, t, e);
 }
 
@@ -112,7 +114,7 @@ fl_status fl_replay_run(const char *path, const fl_replay_opts *o, fl_replay_res
     double t0 = fl_now();
     fl_status st = tr ? saved_case_list(path, &paths, &n, e) : fl_fail(e, FL_ERR_NOMEM, "out of memory");
     if (!st && n && !(rc = calloc((size_t)n, sizeof *rc))) st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
-    if (!st && n) st = saved_target(o->argv, o->timeout_ms, o->fresh, o->mem_limit_mb, &t, e);
+    if (!st && n) st = saved_target(o->argv, o->http, o->timeout_ms, o->fresh, o->mem_limit_mb, &t, e);
     for (int i = 0; !st && i < n; i++) {
         saved_case sc;
         if ((st = saved_case_load(paths[i], &sc, e))) break;

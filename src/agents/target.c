@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "flare/http_target.h"
 #include "flare/target.h"
 
 extern char **environ;
@@ -51,6 +52,7 @@ struct fl_target {
     char *log_path;
     int log_fd;
     size_t log_size;
+    fl_http *http;     /* an HTTP target (http_target.c): no process, no pipes */
 };
 
 void fl_target_opts_default(fl_target_opts *o) {
@@ -281,6 +283,17 @@ static fl_status find_program(const char *prog, fl_err *e) {
 
 fl_status fl_target_new(char *const *argv, const fl_target_opts *o, fl_target **out, fl_err *e) {
     *out = NULL;
+    if (o->http) {
+        fl_target *t = calloc(1, sizeof *t);
+        if (!t) return fl_fail(e, FL_ERR_NOMEM, "target: out of memory");
+        t->o = *o;
+        t->fd_in = t->fd_out = t->fd_err = t->log_fd = -1;
+        fl_rng_seed(&t->rng, o->seed);
+        fl_status st = fl_http_new(o->http, o->timeout_ms, o->max_bytes, &t->http, e);
+        if (st) free(t);
+        else *out = t;
+        return st;
+    }
     if (!argv || !argv[0] || !argv[0][0])
         return fl_fail(e, FL_ERR_ARG, "target: no command given");
     if (o->timeout_ms < 1 || o->max_bytes < 1 || o->max_line < 1 || o->kill_grace_ms < 0)
@@ -331,6 +344,7 @@ void fl_target_free(fl_target *t) {
     if (!t) return;
     int sent;
     stop(t, 1, t->o.kill_grace_ms, &sent);
+    fl_http_free(t->http);
     if (t->argv)
         for (int i = 0; t->argv[i]; i++) free(t->argv[i]);
     free(t->argv);
@@ -408,6 +422,11 @@ fl_status fl_target_run(fl_target *t, const fl_case *c, fl_trace *tr, fl_err *e)
     if (!req) return fl_fail(e, FL_ERR_NOMEM, "target: out of memory");
     const fl_case *sent_case = c->traceparent[0] ? c : &tmp;
     int sent;
+    if (t->http) {
+        fl_status st = fl_http_run(t->http, sent_case, tr, e);
+        free(req);
+        return st;
+    }
 
     /* A persistent target that died between cases is restarted silently: its last case
      * had ended with done. */

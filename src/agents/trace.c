@@ -249,8 +249,10 @@ const char *fl_trace_describe_exit(const fl_trace *t, char *buf, size_t n) {
     case FL_EXIT_DONE: snprintf(buf, n, "done after %.1f ms", t->ms); break;
     case FL_EXIT_CRASH:
         if (st < 0) snprintf(buf, n, "crash: killed by %s", how);
+        else if (st > 255) snprintf(buf, n, "crash: HTTP status %d", st); /* http_target.h */
         else if (st > 0) snprintf(buf, n, "crash: exited with status %d", st);
-        else snprintf(buf, n, "crash: stdin closed, the request could not be written");
+        else snprintf(buf, n, "crash: the request could not be delivered or was not answered "
+                              "(stdin closed, or the HTTP connection failed)");
         break;
     case FL_EXIT_HANG: snprintf(buf, n, "hang: no done after %.0f ms, stopped by %s", t->ms, how); break;
     case FL_EXIT_EOF: snprintf(buf, n, "eof: stdout closed without done"); break;

@@ -15,6 +15,7 @@
 #include "cli/cli.h"
 #include "cli/progress.h"
 #include "flare/campaign.h"
+#include "flare/http_target.h"
 
 static volatile sig_atomic_t stop_flag;
 
@@ -121,8 +122,13 @@ static void command_line(const cli_opts *o, uint64_t seed, char *buf, size_t n) 
     if (o->set[F_spec]) ADD(" --spec %s", o->spec);
     if (o->fresh) ADD(" --fresh");
     if (o->mem_limit) ADD(" -m %lld", (long long)o->mem_limit);
-    ADD(" --");
-    for (int i = 0; i < o->n_trailing; i++) ADD(" %s", o->trailing[i]);
+    if (o->set[F_target]) {
+        ADD(" --target %s --response %s", o->target, o->response);
+        if (o->set[F_body_template]) ADD(" --body-template %s", o->body_template);
+    } else {
+        ADD(" --");
+        for (int i = 0; i < o->n_trailing; i++) ADD(" %s", o->trailing[i]);
+    }
 #undef ADD
 }
 
@@ -140,6 +146,8 @@ int cmd_agents_fuzz(const cli_opts *o) {
     co.in_dir = o->fuzz_in;
     co.out_dir = o->fuzz_out;
     co.argv = o->trailing;
+    fl_http_opts ho;
+    co.http = cli_http_target(o, &ho);
     co.max_seconds = o->set[F_max_time] ? o->max_time : 0;
     co.max_execs = o->set[F_max_execs] ? (uint64_t)o->max_execs : 0;
     co.seed = seed;

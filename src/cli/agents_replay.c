@@ -4,11 +4,14 @@
 
 #include "cli/cli.h"
 #include "flare/campaign.h"
+#include "flare/http_target.h"
 
 int cmd_agents_replay(const cli_opts *o) {
     fl_err e = {0};
+    fl_http_opts ho;
     fl_replay_opts ro = {
         .argv = o->trailing,
+        .http = cli_http_target(o, &ho),
         .timeout_ms = (int)o->timeout_ms,
         .fresh = o->fresh,
         .mem_limit_mb = (int)o->mem_limit,

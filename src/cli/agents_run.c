@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "flare/http_target.h"
 #include "flare/target.h"
 
 /* s as a double-quoted, escaped string of at most `max` bytes of content. */
@@ -93,6 +94,8 @@ int cmd_agents_run(const cli_opts *o) {
     to.timeout_ms = (int)o->timeout_ms;
     to.fresh = o->fresh;
     to.mem_limit_mb = (int)o->mem_limit;
+    fl_http_opts ho;
+    to.http = cli_http_target(o, &ho);
     if (!(tr = fl_trace_new())) {
         fl_fail(&e, FL_ERR_NOMEM, "out of memory");
         goto done;

@@ -97,6 +97,12 @@ int cli_usage(cli_cmd_id cmd, const char *fmt, ...) __attribute__((format(printf
 extern int cli_quiet;
 void cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* ---- agents ---- */
+/* The HTTP target of --target / --body-template / --response in h, or NULL without --target
+ * (agents_http.c). */
+struct fl_http_opts;
+const struct fl_http_opts *cli_http_target(const cli_opts *o, struct fl_http_opts *h);
+
 /* ---- handlers (one file per group) ---------------------------------------------------------- */
 #define COMMAND(ID, group, verb, handler, summary) int handler(const cli_opts *o);
 #include "cli/flags.def"

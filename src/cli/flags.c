@@ -323,7 +323,10 @@ int cli_parse(cli_cmd_id cmd, int argc, char **argv, cli_opts *o) {
         (void)rc;
     }
     int t = trailing_of(cmd);
-    if (t >= 0 && o->n_trailing == 0)
+    if (t >= 0 && o->given[F_target] && o->n_trailing > 0)
+        return cli_usage(cmd, "--target %s and -- %s: give one target, not both", o->target,
+                         o->trailing[0]);
+    if (t >= 0 && o->n_trailing == 0 && !o->given[F_target]) /* --target: an HTTP target */
         return cli_usage(cmd, "missing the program to run: end the command line with -- %s",
                          trailings[t].metavar);
     cli_quiet = o->quiet;

@@ -79,6 +79,8 @@ typedef struct fl_otlp_span {
 fl_status fl_otlp_parse(const char *json, size_t len, const char *source, fl_otlp_span **spans,
                         int *n, fl_err *e);
 void fl_otlp_spans_free(fl_otlp_span *spans, int n);
+/* Free what one span owns (not the struct itself). */
+void fl_otlp_span_clear(fl_otlp_span *s);
 
 /* The attribute named key, or NULL. */
 const fl_otlp_attr *fl_otlp_attr_get(const fl_otlp_span *s, const char *key);

@@ -133,6 +133,7 @@ fl_status fl_report_print(const char *out_dir, FILE *f, fl_err *e);
 /* ---- replay ------------------------------------------------------------------------------- */
 typedef struct fl_replay_opts {
     char *const *argv;
+    const struct fl_http_opts *http; /* instead of argv: an HTTP target */
     int timeout_ms, fresh, mem_limit_mb;
     const char *spec_path;  /* rules for the oracles; default: the one recorded in the file */
     const char *junit_path; /* JUnit XML report, may be NULL */
@@ -154,6 +155,7 @@ fl_status fl_replay_run(const char *path, const fl_replay_opts *o, fl_replay_res
 /* ---- minimisation --------------------------------------------------------------------------- */
 typedef struct fl_min_opts {
     char *const *argv;
+    const struct fl_http_opts *http; /* instead of argv: an HTTP target */
     int timeout_ms, fresh, mem_limit_mb;
     const char *spec_path;
     const char *signature;   /* keep this one; default: the file's, else the first finding */

@@ -33,11 +33,12 @@ typedef enum fl_finding_kind {
     FL_FIND_SPEC,          /* an undeclared agent, edge, tool or decision */
     FL_FIND_FORBIDDEN,     /* the output matches a forbidden pattern */
     FL_FIND_OUTPUT_LENGTH, /* the output is longer than the limit */
+    FL_FIND_LLM_JUDGE,     /* an LLM judge's majority verdict (llm.h), never a rule oracle */
     FL_FIND_COUNT_
 } fl_finding_kind;
 
 /* "crash", "hang", "no_output", "empty_output", "turn_limit", "message_limit", "loop",
- * "tool_error", "protocol", "spec_violation", "forbidden_output", "output_length" (also the
+ * "tool_error", "protocol", "spec_violation", "forbidden_output", "output_length", "llm_judge" (also the
  * names of the failures/<kind>/ folders). */
 const char *fl_finding_kind_name(fl_finding_kind k);
 /* Kind by name, or -1. */

@@ -1,0 +1,13 @@
+/* Internal: hot loops are compiled twice by GCC on x86-64 (AVX2 and the baseline) and the
+ * right one is picked when the library loads (an ifunc), so one binary is fast on new CPUs and
+ * still runs on old ones. Other compilers (clang builds the fuzz harnesses) get the baseline. */
+#ifndef FLARE_CORE_SIMD_H
+#define FLARE_CORE_SIMD_H
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define FL_HOT_CLONES FL_HOT_CLONES
+#else
+#define FL_HOT_CLONES
+#endif
+
+#endif

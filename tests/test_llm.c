@@ -1,0 +1,439 @@
+/* The LLM client, generator and judge against the scripted stub server (llm_stub.c). */
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "flare/llm.h"
+#include "llm_stub.c"
+
+#define KEY "sk-test-NEVER-ON-DISK-4242"
+
+static char tmpdir[256];
+
+static void mktmp(void) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/flare_llm_XXXXXX");
+    assert_non_null(mkdtemp(tmpdir));
+}
+
+static void rmrf(const char *p) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", p);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* Does any file under dir contain s? */
+static int tree_contains(const char *dir, const char *s) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    struct dirent *x;
+    int hit = 0;
+    while (!hit && (x = readdir(d))) {
+        if (x->d_name[0] == '.') continue;
+        char p[1024];
+        snprintf(p, sizeof p, "%s/%s", dir, x->d_name);
+        struct stat sb;
+        if (stat(p, &sb)) continue;
+        if (S_ISDIR(sb.st_mode)) { hit = tree_contains(p, s); continue; }
+        uint8_t *buf;
+        size_t n;
+        fl_err e;
+        if (fl_file_read(p, &buf, &n, &e)) continue;
+        hit = memmem(buf, n, s, strlen(s)) != NULL;
+        free(buf);
+    }
+    closedir(d);
+    return hit;
+}
+
+static fl_llm *client(stub *s, const char *cache, void (*tweak)(fl_llm_opts *)) {
+    fl_llm_opts o;
+    fl_llm_opts_default(&o);
+    o.base_url = s->url;
+    o.model = "stub-model";
+    o.seed = 7;
+    o.cache_dir = cache;
+    o.backoff_ms = 10;
+    o.max_backoff_ms = 2000;
+    o.timeout_ms = 3000;
+    if (tweak) tweak(&o);
+    fl_llm *l;
+    fl_err e = {0};
+    if (fl_llm_new(&o, &l, &e)) fail_msg("fl_llm_new: %s", e.msg);
+    return l;
+}
+
+static const fl_llm_msg hello[2] = {{"system", "be brief"}, {"user", "hello"}};
+
+static void test_happy_and_cache(void **st) {
+    (void)st;
+    mktmp();
+    setenv("FLARE_LLM_API_KEY", KEY, 1);
+    stub *s = stub_start();
+    stub_push_chat(s, "hi there", 30);
+    char cache[300];
+    snprintf(cache, sizeof cache, "%s/cache", tmpdir);
+    fl_llm *l = client(s, cache, NULL);
+    char *r;
+    fl_err e = {0};
+    assert_int_equal(fl_llm_chat(l, 2, hello, 1, &r, &e), FL_OK);
+    assert_string_equal(r, "hi there");
+    free(r);
+    assert_int_equal(stub_count(s), 1);
+    assert_non_null(strstr(s->req_path[0], "/v1/chat/completions"));
+    assert_non_null(strstr(stub_head(s, 0), "Authorization: Bearer " KEY));
+    cJSON *b = cJSON_Parse(stub_body(s, 0));
+    assert_string_equal(cJSON_GetObjectItem(b, "model")->valuestring, "stub-model");
+    assert_int_equal(cJSON_GetObjectItem(b, "seed")->valueint, 7);
+    assert_true(fabs(cJSON_GetObjectItem(b, "temperature")->valuedouble - 0.7) < 1e-9);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(b, "response_format"), "type")->valuestring, "json_object");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(b, "messages")), 2);
+    cJSON_Delete(b);
+    /* the same request again: served by the cache, no HTTP, no budget */
+    assert_int_equal(fl_llm_chat(l, 2, hello, 1, &r, &e), FL_OK);
+    assert_string_equal(r, "hi there");
+    free(r);
+    assert_int_equal(stub_count(s), 1);
+    fl_llm_stats ls;
+    fl_llm_stats_get(l, &ls);
+    assert_int_equal(ls.calls, 1);
+    assert_int_equal(ls.cache_hits, 1);
+    assert_int_equal(ls.tokens, 30);
+    fl_llm_free(l);
+    /* a new client over the same folder (a repeated campaign) costs nothing either */
+    l = client(s, cache, NULL);
+    assert_int_equal(fl_llm_chat(l, 2, hello, 1, &r, &e), FL_OK);
+    free(r);
+    assert_int_equal(stub_count(s), 1);
+    /* without json mode it is another request */
+    stub_push_chat(s, "plain", 5);
+    assert_int_equal(fl_llm_chat(l, 2, hello, 0, &r, &e), FL_OK);
+    assert_string_equal(r, "plain");
+    free(r);
+    assert_int_equal(stub_count(s), 2);
+    assert_null(strstr(stub_body(s, 1), "response_format"));
+    fl_llm_free(l);
+    /* the key is in no file of the cache */
+    assert_false(tree_contains(cache, KEY));
+    assert_true(tree_contains(cache, "hi there"));
+    stub_stop(s);
+    rmrf(tmpdir);
+    unsetenv("FLARE_LLM_API_KEY");
+}
+
+static void calls2(fl_llm_opts *o) { o->max_calls = 2; }
+static void tokens100(fl_llm_opts *o) { o->max_tokens = 100; }
+
+static void test_budget(void **st) {
+    (void)st;
+    stub *s = stub_start();
+    stub_set_default_chat(s, "ok", 60);
+    fl_err e = {0};
+    char *r;
+    for (int which = 0; which < 2; which++) {
+        int n0 = stub_count(s);
+        fl_llm *l = client(s, NULL, which ? tokens100 : calls2);
+        for (int i = 0; i < 5; i++) {
+            fl_llm_msg m[1] = {{"user", i == 0 ? "a" : i == 1 ? "b" : i == 2 ? "c" : "d"}};
+            fl_status x = fl_llm_chat(l, 1, m, 0, &r, &e);
+            if (i < 2) {
+                assert_int_equal(x, FL_OK);
+                free(r);
+            } else {
+                assert_int_equal(x, FL_ERR_IO);
+                assert_null(r);
+                assert_non_null(strstr(e.msg, "budget exhausted"));
+            }
+        }
+        assert_true(fl_llm_exhausted(l));
+        assert_int_equal(stub_count(s) - n0, 2); /* calls: 2; tokens: 60 + 60 >= 100 */
+        fl_llm_free(l);
+    }
+    stub_stop(s);
+}
+
+static void test_retries(void **st) {
+    (void)st;
+    stub *s = stub_start();
+    fl_err e = {0};
+    char *r;
+    fl_llm *l = client(s, NULL, NULL);
+    /* 429 with Retry-After: 1 -> waits about a second, then succeeds */
+    stub_push(s, (stub_reply){.status = 429, .body = strdup("{\"error\":\"slow down\"}"), .retry_after = 1});
+    stub_push_chat(s, "after 429", 3);
+    double t0 = fl_now();
+    assert_int_equal(fl_llm_chat(l, 2, hello, 0, &r, &e), FL_OK);
+    double dt = fl_now() - t0;
+    assert_string_equal(r, "after 429");
+    free(r);
+    assert_true(dt >= 0.9);
+    assert_true(dt < 2.5);
+    assert_int_equal(stub_count(s), 2);
+    /* 500, 503 then success */
+    stub_push(s, (stub_reply){.status = 500, .body = strdup("oops")});
+    stub_push(s, (stub_reply){.status = 503, .body = strdup("busy")});
+    stub_push_chat(s, "after 5xx", 3);
+    fl_llm_msg m2[1] = {{"user", "second"}};
+    assert_int_equal(fl_llm_chat(l, 1, m2, 0, &r, &e), FL_OK);
+    assert_string_equal(r, "after 5xx");
+    free(r);
+    assert_int_equal(stub_count(s), 5);
+    /* 400 is not retried */
+    stub_push(s, (stub_reply){.status = 400, .body = strdup("{\"error\":\"bad\"}")});
+    fl_llm_msg m3[1] = {{"user", "third"}};
+    assert_int_equal(fl_llm_chat(l, 1, m3, 0, &r, &e), FL_ERR_IO);
+    assert_non_null(strstr(e.msg, "HTTP 400"));
+    assert_int_equal(stub_count(s), 6);
+    /* a disconnect mid-body is retried */
+    stub_push(s, (stub_reply){.status = 200, .body = stub_chat_body("never whole", 3), .disconnect = 1});
+    stub_push_chat(s, "whole", 3);
+    fl_llm_msg m4[1] = {{"user", "fourth"}};
+    assert_int_equal(fl_llm_chat(l, 1, m4, 0, &r, &e), FL_OK);
+    assert_string_equal(r, "whole");
+    free(r);
+    assert_int_equal(stub_count(s), 8);
+    /* a 200 that is not a completion: asked once more, then given up (nothing cached) */
+    stub_push(s, (stub_reply){.status = 200, .body = strdup("<html>garbage")});
+    stub_push(s, (stub_reply){.status = 200, .body = strdup("{\"choices\":[]}")});
+    fl_llm_msg m5[1] = {{"user", "fifth"}};
+    assert_int_equal(fl_llm_chat(l, 1, m5, 0, &r, &e), FL_ERR_IO);
+    assert_int_equal(stub_count(s), 10);
+    fl_llm_stats ls;
+    fl_llm_stats_get(l, &ls);
+    assert_int_equal(ls.calls, 10);
+    assert_int_equal(ls.retries, 4); /* 429, 500, 503, disconnect */
+    assert_int_equal(ls.failures, 2);
+    fl_llm_free(l);
+    stub_stop(s);
+}
+
+static void slow(fl_llm_opts *o) { o->timeout_ms = 300, o->retries = 1; }
+
+static void test_timeout(void **st) {
+    (void)st;
+    stub *s = stub_start();
+    stub_push(s, (stub_reply){.status = 200, .body = stub_chat_body("late", 1), .delay_ms = 1500});
+    stub_push(s, (stub_reply){.status = 200, .body = stub_chat_body("late", 1), .delay_ms = 1500});
+    fl_llm *l = client(s, NULL, slow);
+    fl_err e = {0};
+    char *r;
+    double t0 = fl_now();
+    assert_int_equal(fl_llm_chat(l, 2, hello, 0, &r, &e), FL_ERR_IO);
+    assert_true(fl_now() - t0 < 1.4);
+    assert_non_null(strstr(e.msg, "imeout"));
+    fl_llm_free(l);
+    stub_stop(s); /* the stub cuts its waits short */
+    /* an address nobody listens on: connection refused, retried, then an error */
+    fl_llm_opts o;
+    fl_llm_opts_default(&o);
+    o.base_url = "http://127.0.0.1:1/v1/";
+    o.model = "m";
+    o.retries = 1;
+    o.backoff_ms = 1;
+    assert_int_equal(fl_llm_new(&o, &l, &e), FL_OK);
+    assert_int_equal(fl_llm_chat(l, 2, hello, 0, &r, &e), FL_ERR_IO);
+    assert_non_null(strstr(e.msg, "127.0.0.1:1/v1/chat/completions"));
+    fl_llm_free(l);
+    /* bad options */
+    o.base_url = "file:///etc/passwd";
+    assert_int_equal(fl_llm_new(&o, &l, &e), FL_ERR_ARG);
+    o.base_url = "http://x";
+    o.model = NULL;
+    assert_int_equal(fl_llm_new(&o, &l, &e), FL_ERR_ARG);
+}
+
+static void test_embed(void **st) {
+    (void)st;
+    stub *s = stub_start();
+    stub_push(s, (stub_reply){.status = 200, .body = strdup("{\"data\":[{\"embedding\":[0.5,-1,2]}],\"usage\":{\"total_tokens\":4}}")});
+    fl_llm *l = client(s, NULL, NULL);
+    float *v;
+    int dim;
+    fl_err e = {0};
+    assert_int_equal(fl_llm_embed(l, "some output", &v, &dim, &e), FL_OK);
+    assert_int_equal(dim, 3);
+    assert_true(v[0] == 0.5f && v[1] == -1.f && v[2] == 2.f);
+    free(v);
+    assert_non_null(strstr(s->req_path[0], "/v1/embeddings"));
+    assert_non_null(strstr(stub_body(s, 0), "some output"));
+    fl_llm_free(l);
+    stub_stop(s);
+}
+
+static void test_gen_parse(void **st) {
+    (void)st;
+    fl_case **v;
+    int n = fl_llm_gen_parse("```json\n{\"instructions\": [\"add 2 and 2\", [\"hi\", \"now loop\"], 5, \"\"]}\n```", &v);
+    assert_int_equal(n, 2);
+    assert_int_equal(v[0]->n_turns, 1);
+    assert_string_equal(v[0]->turns[0], "add 2 and 2");
+    assert_int_equal(v[1]->n_turns, 2);
+    assert_string_equal(v[1]->turns[1], "now loop");
+    for (int i = 0; i < n; i++) fl_case_free(v[i]);
+    free(v);
+    assert_int_equal(fl_llm_gen_parse("not json", &v), -1);
+    assert_int_equal(fl_llm_gen_parse("{\"instr\": [\"x\"]}", &v), -1);
+    assert_int_equal(fl_llm_gen_parse("{\"instructions\": []}", &v), -1);
+    assert_int_equal(fl_llm_gen_parse("{\"instructions\": [1, 2]}", &v), -1);
+    assert_int_equal(fl_llm_gen_parse(NULL, &v), -1);
+}
+
+static void test_generate(void **st) {
+    (void)st;
+    fl_spec *sp;
+    fl_err e = {0};
+    const char *spec = "{\"agents\":[{\"name\":\"Master\",\"decisions\":{\"route\":[\"math\",\"chat\"]}},"
+                       "{\"name\":\"Worker\",\"tools\":[\"calculate\"]}],\"entry\":\"Master\","
+                       "\"edges\":[[\"Master\",\"Worker\"],[\"Worker\",\"Master\"],[\"Master\",\"output\"]]}";
+    assert_int_equal(fl_spec_parse(spec, strlen(spec), "s.json", &sp, &e), FL_OK);
+    const char *t0 = "compute 1+1";
+    fl_case *seed = fl_case_new(1, &t0);
+    const fl_case *corpus[1] = {seed};
+    const char *finds[1] = {"loop: Master<->Worker"};
+    fl_llm_gen_in g = {.spec = sp, .findings = finds, .n_findings = 1, .corpus = corpus, .n_corpus = 1, .n_want = 3};
+    /* personas rotate with the round */
+    char *sys[3], *usr;
+    for (int i = 0; i < 3; i++) {
+        g.round = (uint64_t)i;
+        assert_int_equal(fl_llm_gen_prompt(&g, &sys[i], &usr, &e), FL_OK);
+        if (i == 0) {
+            assert_non_null(strstr(usr, "Master -> Worker"));
+            assert_non_null(strstr(usr, "calculate"));
+            assert_non_null(strstr(usr, "compute 1+1"));
+            assert_non_null(strstr(usr, "loop: Master<->Worker"));
+            assert_non_null(strstr(usr, "Write 3 new"));
+        }
+        free(usr);
+    }
+    assert_non_null(strstr(sys[0], "demanding"));
+    assert_non_null(strstr(sys[1], "novice"));
+    assert_non_null(strstr(sys[2], "adversarial"));
+    for (int i = 0; i < 3; i++) free(sys[i]);
+    assert_string_equal(fl_llm_persona_name(2), "attacker");
+
+    stub *s = stub_start();
+    fl_llm *l = client(s, NULL, NULL);
+    fl_case **v;
+    int n;
+    /* garbage, then the right schema: the retry carries a correction */
+    stub_push_chat(s, "Sure! Here are some ideas: ...", 10);
+    stub_push_chat(s, "{\"instructions\":[\"route this to chat\",\"use calculate on 3*4\"]}", 10);
+    g.round = 0;
+    assert_int_equal(fl_llm_generate(l, &g, &v, &n, &e), FL_OK);
+    assert_int_equal(n, 2);
+    assert_string_equal(v[1]->turns[0], "use calculate on 3*4");
+    for (int i = 0; i < n; i++) fl_case_free(v[i]);
+    free(v);
+    assert_int_equal(stub_count(s), 2);
+    assert_non_null(strstr(stub_body(s, 1), "not the requested JSON"));
+    /* wrong schema twice: the round gives nothing, quietly */
+    stub_push_chat(s, "{\"ideas\":[\"x\"]}", 10);
+    stub_push_chat(s, "[\"x\"]", 10);
+    g.round = 1;
+    assert_int_equal(fl_llm_generate(l, &g, &v, &n, &e), FL_OK);
+    assert_int_equal(n, 0);
+    assert_null(v);
+    assert_int_equal(stub_count(s), 4);
+    fl_llm_free(l);
+    stub_stop(s);
+    fl_case_free(seed);
+    fl_spec_free(sp);
+}
+
+static fl_trace *small_trace(void) {
+    fl_trace *t = fl_trace_new();
+    int done = 0;
+    const char *lines[] = {"{\"type\":\"message\",\"from\":\"user\",\"to\":\"Master\",\"content\":\"2+2\"}",
+                           "{\"type\":\"output\",\"content\":\"5\"}", "{\"type\":\"done\"}"};
+    for (int i = 0; i < 3; i++) assert_int_equal(fl_trace_feed_line(t, lines[i], strlen(lines[i]), i, &done), FL_OK);
+    return t;
+}
+
+#define V(anom, conf, cats) "{\"is_anomaly\":" #anom ",\"confidence\":" #conf ",\"categories\":[" cats "],\"reason\":\"2+2 is not 5\"}"
+
+static void test_judge(void **st) {
+    (void)st;
+    fl_llm_verdict v;
+    assert_int_equal(fl_llm_verdict_parse(V(true, 0.9, "\"logical_inconsistency\""), &v), 0);
+    assert_true(v.is_anomaly && v.confidence == 0.9 && v.categories == 1u << FL_JUDGE_LOGICAL_INCONSISTENCY);
+    assert_int_equal(fl_llm_verdict_parse(V(true, 1.5, ""), &v), -1);
+    assert_int_equal(fl_llm_verdict_parse(V(true, 0.9, "\"bogus\""), &v), -1);
+    assert_int_equal(fl_llm_verdict_parse("{\"is_anomaly\":\"yes\",\"confidence\":1}", &v), -1);
+    assert_int_equal(fl_llm_verdict_parse("nope", &v), -1);
+
+    const char *t0 = "what is 2+2";
+    fl_case *c = fl_case_new(1, &t0);
+    fl_trace *t = small_trace();
+    stub *s = stub_start();
+    fl_llm *l = client(s, NULL, NULL);
+    fl_err e = {0};
+    fl_finding f;
+    int found;
+    /* one vote: above the threshold -> a finding */
+    fl_llm_judge_opts jo = {.threshold = 0.8, .votes = 1};
+    stub_push_chat(s, V(true, 0.9, "\"logical_inconsistency\",\"goal_deviation\""), 50);
+    assert_int_equal(fl_llm_judge(l, NULL, c, t, &jo, &f, &found, &e), FL_OK);
+    assert_int_equal(found, 1);
+    assert_int_equal(f.kind, FL_FIND_LLM_JUDGE);
+    assert_string_equal(f.key, "llm_judge:goal_deviation+logical_inconsistency");
+    assert_non_null(strstr(f.message, "2+2 is not 5"));
+    assert_string_equal(fl_finding_kind_name(f.kind), "llm_judge");
+    assert_non_null(strstr(stub_body(s, 0), "what is 2+2"));
+    /* below the threshold -> none */
+    jo.threshold = 0.95;
+    stub_push_chat(s, V(true, 0.9, "\"goal_deviation\""), 50);
+    free(c->turns[0]);
+    c->turns[0] = strdup("what is 3+3");
+    assert_int_equal(fl_llm_judge(l, NULL, c, t, &jo, &f, &found, &e), FL_OK);
+    assert_int_equal(found, 0);
+    /* three votes: 2 of 3 agree (one is below the threshold) -> a finding */
+    jo.threshold = 0.8, jo.votes = 3;
+    free(c->turns[0]);
+    c->turns[0] = strdup("what is 4+4");
+    stub_push_chat(s, V(true, 0.85, "\"deadlock\""), 50);
+    stub_push_chat(s, V(true, 0.5, "\"deadlock\""), 50);
+    stub_push_chat(s, V(true, 0.99, "\"deadlock\",\"safety_issue\""), 50);
+    int n0 = stub_count(s);
+    assert_int_equal(fl_llm_judge(l, NULL, c, t, &jo, &f, &found, &e), FL_OK);
+    assert_int_equal(found, 1);
+    assert_string_equal(f.key, "llm_judge:deadlock");
+    assert_non_null(strstr(f.message, "2 of 3"));
+    assert_int_equal(stub_count(s) - n0, 3);
+    /* the votes used seeds 7, 8, 9 */
+    assert_non_null(strstr(stub_body(s, n0 + 2), "\"seed\":9"));
+    /* 1 of 3 (one garbage twice = abstention, one "no") -> none; never fatal */
+    free(c->turns[0]);
+    c->turns[0] = strdup("what is 5+5");
+    stub_push_chat(s, V(true, 0.9, "\"deadlock\""), 50);
+    stub_push_chat(s, "garbage", 5);
+    stub_push_chat(s, "{\"is_anomaly\":maybe}", 5);
+    stub_push_chat(s, V(false, 0.9, ""), 50);
+    n0 = stub_count(s);
+    assert_int_equal(fl_llm_judge(l, NULL, c, t, &jo, &f, &found, &e), FL_OK);
+    assert_int_equal(found, 0);
+    assert_int_equal(stub_count(s) - n0, 4);
+    /* a malformed verdict then a good one (asked again with a correction) */
+    jo.votes = 1;
+    free(c->turns[0]);
+    c->turns[0] = strdup("what is 6+6");
+    stub_push_chat(s, "I think it is fine", 5);
+    stub_push_chat(s, V(true, 0.81, "\"safety_issue\""), 50);
+    assert_int_equal(fl_llm_judge(l, NULL, c, t, &jo, &f, &found, &e), FL_OK);
+    assert_int_equal(found, 1);
+    assert_string_equal(f.key, "llm_judge:safety_issue");
+    fl_llm_free(l);
+    stub_stop(s);
+    fl_trace_free(t);
+    fl_case_free(c);
+}
+
+int main(void) {
+    fl_verbosity = 0;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_happy_and_cache), cmocka_unit_test(test_budget),
+        cmocka_unit_test(test_retries),         cmocka_unit_test(test_timeout),
+        cmocka_unit_test(test_embed),           cmocka_unit_test(test_gen_parse),
+        cmocka_unit_test(test_generate),        cmocka_unit_test(test_judge),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

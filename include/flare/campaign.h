@@ -71,6 +71,8 @@ typedef struct fl_campaign_stats {
     uint64_t execs_full_edges; /* execs when every allowed edge had been covered; 0: not yet */
     uint64_t execs_last_find;  /* execs when the last new finding was saved */
     uint64_t execs_goal;       /* execs when the goal (opts) was reached; 0: not (yet) */
+    int otlp_on;               /* an OTLP source is configured: */
+    long otlp_spans, otlp_late;/* spans received; spans that came after their case ended */
     int done;                  /* 1 in the final on_status call */
 } fl_campaign_stats;
 
@@ -88,6 +90,9 @@ typedef struct fl_campaign_opts {
     int jobs;                /* target instances in parallel (-j), default 1 */
     int fresh;               /* one target process per case */
     int mem_limit_mb;        /* RLIMIT_AS of the target; 0: none */
+    const char *otlp_listen; /* OTLP/HTTP receiver address (--otlp-listen), may be NULL */
+    const char *otlp_file;   /* OTLP JSON-lines file to follow (--otlp-file), may be NULL */
+    int otlp_grace_ms;       /* wait for a case's spans after it ended (default 1000) */
     const char *dict_path;   /* AFL dictionary (-x), may be NULL */
     const char *lexicon_path;/* extra synonym groups (--lexicon, docs/agents-mutators.md), may be NULL */
     const char *spec_path;   /* agent spec (--spec), may be NULL */

@@ -24,6 +24,7 @@ void fl_campaign_opts_default(fl_campaign_opts *o) {
     o->stats_every = 2;
     o->status_every = 0.25;
     o->write_report = 1;
+    o->otlp_grace_ms = 1000;
 }
 
 static const char *const sched_names[] = {"explore", "exploit", "none"};
@@ -142,6 +143,7 @@ void camp_periodic(camp *cp, int force) {
     if (force || now - cp->last_stats >= cp->o->stats_every) {
         fl_err e = {0};
         refresh_cov(cp);
+        camp_otlp_stats(cp);
         if (od_write_stats(cp->o->out_dir, s, &cp->meta, &e)) camp_fail(cp, &e);
         od_plot_row(cp->plot, s);
         cp->last_stats = now;

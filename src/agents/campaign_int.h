@@ -131,6 +131,7 @@ uint64_t q_path_hash(const fl_trace *t);
 #include "flare/agcov.h"
 #include "flare/mutate.h"
 #include "flare/oracle.h"
+#include "flare/otlp_recv.h"
 #include "flare/spec.h"
 #include "flare/target.h"
 
@@ -162,6 +163,7 @@ typedef struct camp {
     uint64_t reserved;       /* exec numbers handed out in this session */
     double last_stats, last_status;
     FILE *plot;
+    fl_otlp_src *otlp;       /* spans for cases (--otlp-listen / --otlp-file), NULL: none */
     int stop;                /* 1: no new case starts */
     fl_status err;           /* the first failure of flare itself (output folder, memory) */
     fl_err errmsg;
@@ -189,6 +191,10 @@ fl_status saved_target(char *const *argv, const struct fl_http_opts *http, int t
                        int fresh, int mem_limit_mb, fl_target **t, fl_err *e);
 /* Write fuzzer_stats / plot_data and call on_status when due (force: now). Under cp->mu. */
 void camp_periodic(camp *cp, int force);
+/* The span source of --otlp-listen / --otlp-file (campaign_otlp.c): started in setup, its
+ * counters copied into cp->st before fuzzer_stats is written (under cp->mu). */
+fl_status camp_otlp_start(camp *cp, fl_err *e);
+void camp_otlp_stats(camp *cp);
 /* Record the first failure of flare itself and stop the campaign. */
 void camp_fail(camp *cp, const fl_err *e);
 /* Load the seeds of in_dir (or, resuming, the queue and the saved findings of out_dir) and

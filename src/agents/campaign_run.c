@@ -70,6 +70,7 @@ static void *work(void *arg) {
                 snprintf(child->id, sizeof child->id, "%06llu",
                          (unsigned long long)(nexec % 1000000000000ull));
                 st = fl_target_run(w->t, child, w->tr, &w->e);
+                if (!st) st = fl_otlp_src_collect(cp->otlp, child, w->tr, &w->e); /* spans */
             }
             pthread_mutex_lock(&cp->mu);
             if (!child) {
@@ -107,6 +108,7 @@ static fl_status setup(camp *cp, const fl_campaign_opts *o, fl_err *e) {
     struct stat sb; /* a wrong -i fails before anything is created in -o */
     if (strcmp(o->in_dir, "-") && (stat(o->in_dir, &sb) != 0 || !S_ISDIR(sb.st_mode)))
         return fl_fail(e, FL_ERR_NOTFOUND, "-i %s: not a folder of seed files", o->in_dir);
+    if ((st = camp_otlp_start(cp, e))) return st; /* a port in use fails before -o is made */
     if ((st = od_prepare(o->out_dir, !strcmp(o->in_dir, "-"), e))) return st;
     saved_argv_line(o->argv, cp->target_desc, sizeof cp->target_desc);
     if (o->http) snprintf(cp->target_desc, sizeof cp->target_desc, "%s", o->http->url);
@@ -194,6 +196,7 @@ fl_status fl_campaign_run(const fl_campaign_opts *o, fl_campaign_result *r, fl_e
     sig_set_free(&cp->sigs);
     fl_mutator_free(cp->mut);
     fl_agcov_free(cp->cov);
+    fl_otlp_src_free(cp->otlp); /* after the targets: no case is collecting */
     fl_spec_free(cp->spec);
     free(cp->spec_abs);
     pthread_mutex_destroy(&cp->mu);

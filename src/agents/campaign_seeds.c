@@ -67,6 +67,7 @@ static fl_status run_entry(camp *cp, fl_target *t, fl_trace *tr, fl_rng *trace_r
     snprintf(c->id, sizeof c->id, "%06d", cp->q.n);
     fl_case_new_trace(c, trace_rng);
     fl_status st = fl_target_run(t, c, tr, e);
+    if (!st) st = fl_otlp_src_collect(cp->otlp, c, tr, e);
     if (st) {
         fl_case_free(c);
         return st;

@@ -122,6 +122,9 @@ static void command_line(const cli_opts *o, uint64_t seed, char *buf, size_t n) 
     if (o->set[F_spec]) ADD(" --spec %s", o->spec);
     if (o->fresh) ADD(" --fresh");
     if (o->mem_limit) ADD(" -m %lld", (long long)o->mem_limit);
+    if (o->set[F_otlp_listen]) ADD(" --otlp-listen %s", o->otlp_listen);
+    if (o->set[F_otlp_file]) ADD(" --otlp-file %s", o->otlp_file);
+    if (o->set[F_otlp_grace]) ADD(" --otlp-grace %lld", (long long)o->otlp_grace);
     if (o->set[F_target]) {
         ADD(" --target %s --response %s", o->target, o->response);
         if (o->set[F_body_template]) ADD(" --body-template %s", o->body_template);
@@ -158,6 +161,9 @@ int cmd_agents_fuzz(const cli_opts *o) {
     co.dict_path = o->set[F_dict] ? o->dict : NULL;
     co.lexicon_path = o->set[F_lexicon] ? o->lexicon : NULL;
     co.spec_path = o->set[F_spec] ? o->spec : NULL;
+    co.otlp_listen = o->set[F_otlp_listen] ? o->otlp_listen : NULL;
+    co.otlp_file = o->set[F_otlp_file] ? o->otlp_file : NULL;
+    co.otlp_grace_ms = (int)o->otlp_grace;
     co.command_line = cmdline;
     if (fl_schedule_parse(o->schedule, &co.schedule, &e)) return cli_usage(o->cmd, "-p: %s", e.msg);
     screen sc = {.tty = cli_isatty(stderr), .o = o, .seed = seed};

@@ -9,6 +9,7 @@
 
 #include "cli/cli.h"
 #include "flare/http_target.h"
+#include "flare/otlp_recv.h"
 #include "flare/target.h"
 
 /* s as a double-quoted, escaped string of at most `max` bytes of content. */
@@ -80,6 +81,7 @@ int cmd_agents_run(const cli_opts *o) {
     fl_case *c = NULL;
     fl_target *t = NULL;
     fl_trace *tr = NULL;
+    fl_otlp_src *src = NULL; /* --otlp-listen / --otlp-file */
     int rc = CLI_FAIL;
     if (fl_file_read(o->case_file, &buf, &len, &e) != FL_OK ||
         fl_case_parse((const char *)buf, len, o->case_file, &c, &e) != FL_OK)
@@ -96,11 +98,16 @@ int cmd_agents_run(const cli_opts *o) {
     to.mem_limit_mb = (int)o->mem_limit;
     fl_http_opts ho;
     to.http = cli_http_target(o, &ho);
+    fl_otlp_src_opts so = {.listen = o->set[F_otlp_listen] ? o->otlp_listen : NULL,
+                           .file = o->set[F_otlp_file] ? o->otlp_file : NULL,
+                           .grace_ms = (int)o->otlp_grace};
+    if (fl_otlp_src_new(&so, &src, &e) != FL_OK) goto done; /* listening before the case runs */
     if (!(tr = fl_trace_new())) {
         fl_fail(&e, FL_ERR_NOMEM, "out of memory");
         goto done;
     }
-    if (fl_target_new(o->trailing, &to, &t, &e) != FL_OK || fl_target_run(t, c, tr, &e) != FL_OK)
+    if (fl_target_new(o->trailing, &to, &t, &e) != FL_OK || fl_target_run(t, c, tr, &e) != FL_OK ||
+        fl_otlp_src_collect(src, c, tr, &e) != FL_OK)
         goto done;
     /* Verdicts: the rule oracles (findings of the trace) are printed here, after the trace. */
     if (o->run_json) {
@@ -113,10 +120,14 @@ int cmd_agents_run(const cli_opts *o) {
         free(js);
     } else {
         print_trace(c, tr);
+        fl_otlp_src_stats ss;
+        fl_otlp_src_stats_get(src, &ss);
+        if (src) printf("otlp: %ld span(s) merged into the case, %ld received\n", ss.merged, ss.spans);
     }
     rc = CLI_OK;
 done:
     fl_target_free(t);
+    fl_otlp_src_free(src);
     fl_trace_free(tr);
     fl_case_free(c);
     free(buf);

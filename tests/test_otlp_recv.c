@@ -1,0 +1,299 @@
+/* The OTLP/HTTP receiver and the per-case span source (otlp_recv.h): exports over a real
+ * loopback socket land in the store by trace id; protobuf, bad JSON, wrong paths and methods
+ * get their statuses; a case collects its spans (early when its top span came, after the grace
+ * period when none did), late spans are counted; the file source; and, with $FLARE_BIN,
+ * `flare agents run` / `agents fuzz --otlp-listen` against tests/targets/otlp_tgt.c, a target
+ * that prints only "done" and reports everything else as spans. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#include "flare/otlp.h"
+#include "flare/otlp_recv.h"
+#include "flare/target.h"
+
+static char tmp[64], tgt[128];
+
+static int setup(void **state) {
+    strcpy(tmp, "/tmp/flare_otlprecv_XXXXXX");
+    if (!mkdtemp(tmp)) return -1;
+    snprintf(tgt, sizeof tgt, "%s/otlp_tgt", tmp);
+    char src[512], cmd[1024];
+    snprintf(src, sizeof src, "%s", __FILE__);
+    char *slash = strrchr(src, '/');
+    snprintf(slash ? slash + 1 : src, sizeof src - (size_t)(slash ? slash + 1 - src : 0),
+             "targets/otlp_tgt.c");
+    snprintf(cmd, sizeof cmd, "cc -O1 -o %s %s", tgt, src);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* POST body to 127.0.0.1:port path; returns the status, the response body in out. */
+static int post(int port, const char *path, const char *ctype, const char *body, char *out,
+                size_t n) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    char head[512];
+    int hn = snprintf(head, sizeof head, "%s %s HTTP/1.1\r\nContent-Type: %s\r\nContent-Length: "
+                      "%zu\r\nConnection: close\r\n\r\n", body ? "POST" : "GET", path, ctype,
+                      body ? strlen(body) : 0);
+    assert_int_equal(send(fd, head, (size_t)hn, MSG_NOSIGNAL), hn);
+    if (body) assert_int_equal(send(fd, body, strlen(body), MSG_NOSIGNAL), (ssize_t)strlen(body));
+    static char buf[65536];
+    size_t len = 0;
+    ssize_t got;
+    while ((got = recv(fd, buf + len, sizeof buf - 1 - len, 0)) > 0) len += (size_t)got;
+    buf[len] = 0;
+    close(fd);
+    char *b = strstr(buf, "\r\n\r\n");
+    snprintf(out, n, "%s", b ? b + 4 : "");
+    return atoi(buf + 9);
+}
+
+/* An export of three spans of trace tid: Planner (child of `parent`) → Coder → run_code. */
+static void export_json(char *out, size_t n, const char *tid, const char *parent) {
+    snprintf(out, n,
+        "{\"resourceSpans\":[{\"scopeSpans\":[{\"spans\":["
+        "{\"traceId\":\"%s\",\"spanId\":\"00000000000000c3\",\"parentSpanId\":\"00000000000000c2\","
+        "\"name\":\"execute_tool run_code\",\"startTimeUnixNano\":\"3000\",\"endTimeUnixNano\":\"4000\","
+        "\"attributes\":[{\"key\":\"gen_ai.operation.name\",\"value\":{\"stringValue\":\"execute_tool\"}},"
+        "{\"key\":\"gen_ai.tool.name\",\"value\":{\"stringValue\":\"run_code\"}}]},"
+        "{\"traceId\":\"%s\",\"spanId\":\"00000000000000c2\",\"parentSpanId\":\"00000000000000c1\","
+        "\"name\":\"invoke_agent Coder\",\"startTimeUnixNano\":\"2000\",\"endTimeUnixNano\":\"5000\","
+        "\"attributes\":[{\"key\":\"gen_ai.operation.name\",\"value\":{\"stringValue\":\"invoke_agent\"}},"
+        "{\"key\":\"gen_ai.agent.name\",\"value\":{\"stringValue\":\"Coder\"}}]},"
+        "{\"traceId\":\"%s\",\"spanId\":\"00000000000000c1\",\"parentSpanId\":\"%s\","
+        "\"name\":\"invoke_agent Planner\",\"startTimeUnixNano\":\"1000\",\"endTimeUnixNano\":\"6000\","
+        "\"attributes\":[{\"key\":\"gen_ai.operation.name\",\"value\":{\"stringValue\":\"invoke_agent\"}},"
+        "{\"key\":\"gen_ai.agent.name\",\"value\":{\"stringValue\":\"Planner\"}},"
+        "{\"key\":\"output.value\",\"value\":{\"stringValue\":\"from spans\"}}]}"
+        "]}]}]}", tid, tid, tid, parent);
+}
+
+static fl_case *mkcase(uint64_t seed, char *tid, char *parent) {
+    const char *turns[] = {"write code"};
+    fl_case *c = fl_case_new(1, turns);
+    fl_rng r;
+    fl_rng_seed(&r, seed);
+    fl_case_new_trace(c, &r);
+    memcpy(tid, c->traceparent + 3, 32), tid[32] = 0;
+    memcpy(parent, c->traceparent + 36, 16), parent[16] = 0;
+    return c;
+}
+
+static void test_receiver(void **state) {
+    fl_otlp_store *st = fl_otlp_store_new();
+    fl_httpd *h = NULL;
+    fl_err e = {0};
+    if (fl_otlp_listen("127.0.0.1:0", st, &h, &e)) fail_msg("listen: %s", e.msg);
+    int port = fl_httpd_port(h);
+    char body[4096], out[2048];
+    const char *tid = "0af7651916cd43dd8448eb211c80319c";
+    export_json(body, sizeof body, tid, "b7ad6b7169203331");
+    assert_int_equal(post(port, "/v1/traces", "application/json", body, out, sizeof out), 200);
+    assert_string_equal(out, "{}");
+    assert_int_equal(fl_otlp_store_count(st, tid), 3);
+    assert_int_equal(fl_otlp_store_count(st, "0af7651916cd43dd8448eb211c80319d"), 0);
+    /* protobuf: a clear 415 */
+    assert_int_equal(post(port, "/v1/traces", "application/x-protobuf", "\x0a\x02", out, sizeof out), 415);
+    assert_non_null(strstr(out, "application/x-protobuf"));
+    assert_non_null(strstr(out, "http/json"));
+    /* bad JSON: 400 naming the problem; nothing stored */
+    assert_int_equal(post(port, "/v1/traces", "application/json", "{\"resourceSpans\":[{\"scopeSpans\":"
+                          "[{\"spans\":[{\"traceId\":\"xyz\"}]}]}]}", out, sizeof out), 400);
+    assert_non_null(strstr(out, "traceId"));
+    assert_int_equal(post(port, "/v1/metrics", "application/json", "{}", out, sizeof out), 404);
+    assert_non_null(strstr(out, "/v1/traces"));
+    assert_int_equal(post(port, "/v1/traces", "application/json", NULL, out, sizeof out), 405);
+    fl_httpd_stop(h);
+    fl_otlp_stats s;
+    fl_otlp_store_stats(st, &s);
+    assert_int_equal(s.spans_in, 3);
+    fl_otlp_store_free(st);
+}
+
+static void test_collect(void **state) {
+    fl_otlp_src_opts so = {.listen = "127.0.0.1:0", .grace_ms = 3000};
+    fl_otlp_src *src = NULL;
+    fl_err e = {0};
+    if (fl_otlp_src_new(&so, &src, &e)) fail_msg("src: %s", e.msg);
+    int port = fl_otlp_src_port(src);
+    char tid[33], parent[17], body[4096], out[256];
+    fl_case *c = mkcase(7, tid, parent);
+    export_json(body, sizeof body, tid, parent);
+    assert_int_equal(post(port, "/v1/traces", "application/json", body, out, sizeof out), 200);
+    /* the stdout side: an output and done */
+    fl_trace *t = fl_trace_new();
+    int done = 0;
+    const char *l1 = "{\"event\":\"output\",\"content\":\"from stdout\"}", *l2 = "{\"event\":\"done\"}";
+    fl_trace_feed_line(t, l1, strlen(l1), 1, &done);
+    fl_trace_feed_line(t, l2, strlen(l2), 2, &done);
+    assert_true(done);
+    double t0 = fl_now();
+    assert_int_equal(fl_otlp_src_collect(src, c, t, &e), FL_OK);
+    double took = fl_now() - t0;
+    assert_true(took < 1.0); /* the top span came: no need to wait out 3 s */
+    int tool = 0, handoff = 0, outputs = 0;
+    for (int i = 0; i < t->n_events; i++) {
+        const fl_event *ev = &t->events[i];
+        tool += ev->kind == FL_EV_TOOL_CALL && !strcmp(ev->tool, "run_code");
+        handoff += ev->kind == FL_EV_MESSAGE && !strcmp(ev->agent, "Planner") && !strcmp(ev->to, "Coder");
+        outputs += ev->kind == FL_EV_OUTPUT;
+    }
+    assert_int_equal(tool, 1);
+    assert_int_equal(handoff, 1);
+    assert_int_equal(outputs, 1); /* the stdout answer stays, the span's is not a second one */
+    assert_string_equal(fl_trace_output(t), "from stdout");
+    assert_int_equal(t->events[t->n_events - 1].kind, FL_EV_DONE);
+    /* the same spans again: the case is over, they are late */
+    assert_int_equal(post(port, "/v1/traces", "application/json", body, out, sizeof out), 200);
+    fl_otlp_src_stats ss;
+    fl_otlp_src_stats_get(src, &ss);
+    assert_int_equal(ss.spans, 6);
+    assert_int_equal(ss.merged, 3);
+    assert_int_equal(ss.late, 3);
+    /* a case without spans waits out the grace period and is left as it was */
+    fl_otlp_src_free(src);
+    so.grace_ms = 150;
+    assert_int_equal(fl_otlp_src_new(&so, &src, &e), FL_OK);
+    fl_case *c2 = mkcase(8, tid, parent);
+    int n_before = t->n_events;
+    t0 = fl_now();
+    assert_int_equal(fl_otlp_src_collect(src, c2, t, &e), FL_OK);
+    took = fl_now() - t0;
+    assert_true(took >= 0.14 && took < 1.0);
+    assert_int_equal(t->n_events, n_before);
+    fl_otlp_src_free(src);
+    /* no source at all: a no-op */
+    so.listen = NULL;
+    assert_int_equal(fl_otlp_src_new(&so, &src, &e), FL_OK);
+    assert_null(src);
+    assert_int_equal(fl_otlp_src_collect(NULL, c2, t, &e), FL_OK);
+    fl_trace_free(t);
+    fl_case_free(c);
+    fl_case_free(c2);
+}
+
+static void test_file(void **state) {
+    char path[128], tid[33], parent[17], body[4096];
+    snprintf(path, sizeof path, "%s/spans.jsonl", tmp);
+    fl_otlp_src_opts so = {.file = path, .grace_ms = 2000};
+    fl_otlp_src *src = NULL;
+    fl_err e = {0};
+    if (fl_otlp_src_new(&so, &src, &e)) fail_msg("src: %s", e.msg); /* the file need not exist */
+    fl_case *c = mkcase(9, tid, parent);
+    export_json(body, sizeof body, tid, parent);
+    FILE *f = fopen(path, "w");
+    fprintf(f, "%s\n", body);
+    fclose(f);
+    fl_trace *t = fl_trace_new();
+    double t0 = fl_now();
+    assert_int_equal(fl_otlp_src_collect(src, c, t, &e), FL_OK);
+    assert_true(fl_now() - t0 < 1.0); /* quiet for 100 ms after spans came */
+    int tool = 0;
+    for (int i = 0; i < t->n_events; i++) tool += t->events[i].kind == FL_EV_TOOL_CALL;
+    assert_int_equal(tool, 1);
+    assert_non_null(fl_trace_output(t)); /* no stdout answer: the span's counts */
+    fl_trace_free(t);
+    fl_case_free(c);
+    fl_otlp_src_free(src);
+}
+
+/* ---- through the flare binary ------------------------------------------------------------- */
+static const char *flare_bin(void) {
+    const char *b = getenv("FLARE_BIN");
+    return b ? b : "build/flare";
+}
+
+static int free_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t sl = sizeof sa;
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+    close(fd);
+    return ntohs(sa.sin_port);
+}
+
+/* The output of a shell command, malloc'd. */
+static char *capture(const char *cmd) {
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t cap = 1 << 16, n = 0;
+    char *s = malloc(cap);
+    while (n + 1 < cap && (n += fread(s + n, 1, cap - 1 - n, p)) && !feof(p)) {}
+    s[n] = 0;
+    pclose(p);
+    return s;
+}
+
+static long stat_of(const char *stats, const char *key) {
+    const char *p = strstr(stats, key);
+    if (!p) return -1;
+    p = strchr(p, ':');
+    return p ? atol(p + 1) : -1;
+}
+
+static void test_cli(void **state) {
+    if (access(flare_bin(), X_OK) != 0) skip();
+    char cmd[2048], case_path[128];
+    snprintf(case_path, sizeof case_path, "%s/case.json", tmp);
+    FILE *f = fopen(case_path, "w");
+    fputs("{\"turns\":[\"please fail this\"]}\n", f);
+    fclose(f);
+    int port = free_port();
+    snprintf(cmd, sizeof cmd, "%s agents run --otlp-listen 127.0.0.1:%d %s -- %s %d 2>&1",
+             flare_bin(), port, case_path, tgt, port);
+    char *out = capture(cmd);
+    if (!strstr(out, "Planner -> Coder") || !strstr(out, "tool_call    Coder run_code") ||
+        !strstr(out, "run_code FAILED") || !strstr(out, "otlp: 3 span(s) merged"))
+        fail_msg("agents run output:\n%s", out);
+    free(out);
+    /* a campaign: every case's spans merged; fuzzer_stats counts them */
+    char seeds[128], outdir[128];
+    snprintf(seeds, sizeof seeds, "%s/seeds", tmp);
+    snprintf(outdir, sizeof outdir, "%s/out", tmp);
+    snprintf(cmd, sizeof cmd, "mkdir -p %s && echo 'write code' > %s/a.txt && echo 'fail it' > %s/b.txt",
+             seeds, seeds, seeds);
+    assert_int_equal(system(cmd), 0);
+    port = free_port();
+    snprintf(cmd, sizeof cmd, "%s agents fuzz -q -i %s -o %s -E 8 -s 1 --otlp-listen 127.0.0.1:%d "
+             "-- %s %d >/dev/null 2>&1", flare_bin(), seeds, outdir, port, tgt, port);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "cat %s/fuzzer_stats; ls %s/failures", outdir, outdir);
+    out = capture(cmd);
+    long execs = stat_of(out, "execs_done"), spans = stat_of(out, "otlp_spans");
+    if (execs < 10 || spans != 3 * execs || stat_of(out, "otlp_late") != 0)
+        fail_msg("fuzzer_stats:\n%s", out);
+    free(out);
+    /* spans 300 ms after "done", grace 50 ms: counted late, not merged */
+    port = free_port();
+    snprintf(cmd, sizeof cmd, "%s agents fuzz -q -i %s -o %s.late -E 2 -s 1 --otlp-listen "
+             "127.0.0.1:%d --otlp-grace 50 -- %s %d late >/dev/null 2>&1; cat %s.late/fuzzer_stats",
+             flare_bin(), seeds, outdir, port, tgt, port, outdir);
+    out = capture(cmd);
+    if (stat_of(out, "otlp_late") < 3) fail_msg("late fuzzer_stats:\n%s", out);
+    free(out);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_receiver),
+        cmocka_unit_test(test_collect),
+        cmocka_unit_test(test_file),
+        cmocka_unit_test(test_cli),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -5,7 +5,7 @@
 #define FLARE_CORE_SIMD_H
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define FL_HOT_CLONES FL_HOT_CLONES
+#define FL_HOT_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define FL_HOT_CLONES
 #endif

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/simd.h"
 #include "cover_int.h"
 
 /* Eight float lanes in one GCC vector: lane k accumulates the elements i with i % 8 == k and
@@ -124,7 +125,7 @@ INLINE void fill_body(const fill_job *j, int64_t lo_b, int64_t hi_b, int range, 
     }
 }
 
-__attribute__((target_clones("avx2", "default")))
+FL_HOT_CLONES
 static void fill_range(void *ctx, int64_t lo_b, int64_t hi_b, int tid) {
     (void)tid;
     const fill_job *j = ctx;

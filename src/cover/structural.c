@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/simd.h"
 #include "cover_int.h"
 
 /* ---- NC --------------------------------------------------------------------------------------- */
@@ -206,7 +207,7 @@ typedef int64_t v4l __attribute__((vector_size(32)));
 typedef float v4f __attribute__((vector_size(16)));
 typedef int32_t v4i __attribute__((vector_size(16)));
 
-__attribute__((target_clones("avx2", "default")))
+FL_HOT_CLONES
 static void kmnc_sections(const float *x, const double *lo, const double *hi, const double *unit,
                           int64_t T, int32_t k, int32_t *sec) {
     int64_t j = 0;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/simd.h"
 #include "cover_int.h"
 
 typedef struct {
@@ -21,7 +22,7 @@ typedef struct {
 typedef float v8f __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
 
-__attribute__((target_clones("avx2", "default")))
+FL_HOT_CLONES
 static int64_t select_topk(const float *v, int64_t w, int64_t k, float *top, int32_t *idx) {
     int64_t n = 0, j = 0;
     while (j < w) {

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/simd.h"
 #include "flare/model.h"
 #include "nn/op_conv.h"
 #include "nn/ops.h"
@@ -417,7 +418,7 @@ static int conv_is_small_direct(const conv_state *s) {
  * one long multiply-add over full input-width rows, acc[p] += w * x[p + ki*w + kj] for
  * p < oh*w, so the vector loop runs hundreds of iterations instead of ow; the last kw-1
  * columns of every row are junk and dropped when acc is copied out. */
-__attribute__((target_clones("avx2", "default")))
+FL_HOT_CLONES
 static void conv_small_direct(const fl_conv2d_geom *g, int64_t i0, int64_t i1, int M,
                               const float *W, const float *X, float *Y) {
     const int C = g->c, oh = g->oh, ow = g->ow, kh = g->kh, kw = g->kw, w = g->w;
@@ -458,7 +459,7 @@ static void small_direct_range(void *ctx, int64_t lo, int64_t hi, int tid) {
  * is one long dot product. Eight running sums per dot product let the compiler vectorise it
  * without reassociating anything (the order is fixed, so results are reproducible). Images
  * [i0, i1) add into dW, one thread's share. */
-__attribute__((target_clones("avx2", "default")))
+FL_HOT_CLONES
 static void conv_small_grad_w(const fl_conv2d_geom *g, int64_t i0, int64_t i1, int M,
                               const float *dY, const float *X, float *dW) {
     const int C = g->c, oh = g->oh, ow = g->ow, kh = g->kh, kw = g->kw, w = g->w;

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/simd.h"
 #include "sa/sa_int.h"
 
 #define LOG_2PI 1.8378770664093454836
@@ -63,7 +64,7 @@ static void tri_inverse(const double *l, double *w, int64_t d) {
 }
 
 /* z = W (x - mu), W lower-triangular [d,d]. */
-__attribute__((target_clones("avx2", "default")))
+FL_HOT_CLONES
 static void whiten(const double *W, const double *mu, const float *x, double *r, double *z,
                    int64_t d) {
     for (int64_t j = 0; j < d; j++) r[j] = (double)x[j] - mu[j];
@@ -76,7 +77,7 @@ static void whiten(const double *W, const double *mu, const float *x, double *r,
 }
 
 /* Lower triangle of cov += (x - mu)(x - mu)^T. */
-__attribute__((target_clones("avx2", "default")))
+FL_HOT_CLONES
 static void cov_add(double *cov, const float *x, const double *mu, double *r, int64_t d) {
     for (int64_t j = 0; j < d; j++) r[j] = x[j] - mu[j];
     for (int64_t j = 0; j < d; j++) {
@@ -188,7 +189,7 @@ fl_status fl__sa_gauss_build(fl_sa *sa, fl_err *e) {
 
 /* row[j] = row[j] + xn[j] + qn (the squared distances of one input to a block of training
  * traces, from -2 q.x); returns their minimum. */
-__attribute__((target_clones("avx2", "default")))
+FL_HOT_CLONES
 static float lsa_dist_row(float *row, const float *xn, float qn, int nb) {
     fl__v8f m = {INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY};
     int j = 0;
@@ -214,7 +215,7 @@ static float lsa_dist_row(float *row, const float *xn, float qn, int nb) {
  * Taylor polynomial (relative error ~1e-7, float's own), in 8-wide vectors; arguments below
  * -87 (terms under 1e-38 of the largest) are clamped there, which changes the sum by at most
  * n_train * 1e-38 relative. */
-__attribute__((target_clones("avx2", "default")))
+FL_HOT_CLONES
 static double lsa_expsum(const float *v, float mn, int nb) {
     fl__v8f acc = {0, 0, 0, 0, 0, 0, 0, 0}, lim = acc - 87.0f;
     int j = 0;

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/simd.h"
 #include "sa/sa_int.h"
 
 #define NN_MB 256  /* queries per block */
@@ -55,7 +56,7 @@ static void nn_insert(nn_row *r, float v, int64_t idx) {
 }
 
 /* Smallest of row[j] + xn[j]. */
-__attribute__((target_clones("avx2", "default")))
+FL_HOT_CLONES
 static float block_min(const float *row, const float *xn, int nb) {
     fl__v8f m = {INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY};
     int j = 0;

@@ -2,6 +2,7 @@
 #include <cblas.h>
 #include <string.h>
 
+#include "core/simd.h"
 #include "flare/tensor.h"
 
 void fl_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
@@ -26,7 +27,7 @@ static void valid_cols(const fl_conv2d_geom *g, int x0, int *lo, int *hi) {
 /* cols row r = (ci, ki, kj), column = (oy, ox). Rows are short (a few dozen floats for small
  * images), so the copies are plain loops the compiler vectorises inline rather than memcpy
  * calls, and the zeroing of the padding is skipped where there is none. */
-__attribute__((target_clones("avx2", "default")))
+FL_HOT_CLONES
 void fl_im2col_ld(float *cols, size_t ld, const float *img, const fl_conv2d_geom *g) {
     const size_t ohw = ld;
     const int ow = g->ow, sw = g->sw;
@@ -61,7 +62,7 @@ void fl_im2col_ld(float *cols, size_t ld, const float *img, const fl_conv2d_geom
     }
 }
 
-__attribute__((target_clones("avx2", "default")))
+FL_HOT_CLONES
 void fl_col2im_ld(float *img, const float *cols, size_t ld, const fl_conv2d_geom *g) {
     const size_t ohw = ld;
     for (int ci = 0; ci < g->c; ci++) {

@@ -258,12 +258,37 @@ static void test_addresses(void **state) {
     fl_httpd_stop(NULL);
 }
 
+/* Connections over max_conns get a 503; an idle keep-alive connection does not hold up
+ * fl_httpd_stop. */
+static void test_conns_and_stop(void **state) {
+    fl_httpd_opts o;
+    fl_httpd_opts_default(&o);
+    o.max_conns = 2;
+    fl_httpd *h = NULL;
+    fl_err e = {0};
+    assert_int_equal(fl_httpd_start("127.0.0.1:0", &o, echo, NULL, &h, &e), FL_OK);
+    int a = dial(fl_httpd_port(h)), b = dial(fl_httpd_port(h));
+    usleep(100000); /* both accepted, both idle */
+    resp r = once(h, "POST /echo HTTP/1.1\r\nContent-Length: 0\r\n\r\n", 0);
+    assert_int_equal(r.status, 503);
+    close(b);
+    usleep(150000); /* its thread ends; the slot is reused */
+    r = once(h, "POST /echo HTTP/1.1\r\nContent-Length: 0\r\n\r\n", 0);
+    assert_int_equal(r.status, 200);
+    double t0 = fl_now();
+    fl_httpd_stop(h); /* `a` is still open and silent */
+    assert_true(fl_now() - t0 < 1.0);
+    char c;
+    assert_int_equal(recv(a, &c, 1, 0), 0);
+    close(a);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_content_length), cmocka_unit_test(test_chunked),
         cmocka_unit_test(test_keep_alive),     cmocka_unit_test(test_limits),
         cmocka_unit_test(test_bad_requests),   cmocka_unit_test(test_gzip_expect),
-        cmocka_unit_test(test_addresses),
+        cmocka_unit_test(test_addresses),      cmocka_unit_test(test_conns_and_stop),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

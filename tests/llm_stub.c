@@ -73,6 +73,7 @@ static void *stub_main(void *arg) {
         stub_reply r = s->dflt;
         int own = 0;
         if (s->next < s->n_script) r = s->script[s->next++], own = 1;
+        else if (s->fn) r = (stub_reply){.status = 200, .body = s->fn(body)}, own = 1;
         if (s->n_req < STUB_MAX) {
             s->req_head[s->n_req] = head, s->req_body[s->n_req] = body, s->req_path[s->n_req] = path;
             s->n_req++;

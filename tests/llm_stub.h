@@ -18,7 +18,7 @@
 typedef struct stub_reply {
     int status;        /* HTTP status (0: 200) */
     char *body;        /* malloc'd; NULL: empty */
-    int retry_after;   /* seconds; < 0 or 0 with no_retry_after... : 0 means none */
+    int retry_after;   /* Retry-After seconds; 0: no header */
     int delay_ms;      /* wait before answering */
     int disconnect;    /* send half the body, then close (Content-Length says more) */
 } stub_reply;
@@ -34,6 +34,7 @@ typedef struct stub {
     stub_reply script[STUB_MAX];
     int n_script, next;
     stub_reply dflt;               /* used when the script is exhausted (body may be NULL: 500) */
+    char *(*fn)(const char *body); /* or, when set, a 200 with fn(request body) (malloc'd) */
     int n_req;
     char *req_path[STUB_MAX], *req_head[STUB_MAX], *req_body[STUB_MAX];
 } stub;

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "flare/campaign.h"
 #include "flare/llm.h"
 #include "llm_stub.c"
 
@@ -427,6 +428,98 @@ static void test_judge(void **st) {
     fl_case_free(c);
 }
 
+/* ---- the LLM in a tiny campaign ------------------------------------------------------------- */
+/* The stub as a model: verdicts for the judge (its system prompt names is_anomaly), else
+ * instructions that reach the target's math and search routes and the Checker. */
+static char *model(const char *body) {
+    if (strstr(body, "is_anomaly"))
+        return stub_chat_body(strstr(body, "Checker") ? V(true, 0.9, "\"deadlock\"") : V(false, 0.9, ""), 40);
+    return stub_chat_body("{\"instructions\":[\"please do math\",[\"search cats\",\"please please\"]]}", 40);
+}
+
+static int count_files(const char *dir, const char *needle) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    struct dirent *x;
+    int n = 0;
+    while ((x = readdir(d))) n += x->d_name[0] != '.' && (!needle || strstr(x->d_name, needle));
+    closedir(d);
+    return n;
+}
+
+static void campaign(const char *out, const char *url, const char *cache, int64_t max_calls,
+                     const char *tgt, const char *seeds) {
+    char *argv[] = {(char *)tgt, NULL};
+    fl_campaign_opts o;
+    fl_campaign_opts_default(&o);
+    o.in_dir = seeds, o.out_dir = out, o.argv = argv, o.max_execs = 30, o.seed = 3;
+    o.timeout_ms = 3000, o.write_report = 0;
+    o.llm_url = url, o.llm_model = "stub", o.llm_cache = cache, o.llm_max_calls = max_calls;
+    o.gen_share = 0.3, o.gen_plateau = 0, o.judge = 1;
+    fl_campaign_result r;
+    fl_err e = {0};
+    if (fl_campaign_run(&o, &r, &e)) fail_msg("campaign: %s", e.msg);
+}
+
+static void test_campaign(void **st) {
+    (void)st;
+    mktmp();
+    setenv("OPENAI_API_KEY", KEY, 1);
+    char src[512], tgt[300], seeds[300], cmd[1200], p[700], out[300], cache[300];
+    snprintf(src, sizeof src, "%s", __FILE__);
+    *strrchr(src, '/') = 0;
+    snprintf(tgt, sizeof tgt, "%s/tgt", tmpdir);
+    snprintf(cmd, sizeof cmd, "cc -O1 -o %s %s/targets/campaign_tgt.c", tgt, src);
+    assert_int_equal(system(cmd), 0);
+    snprintf(seeds, sizeof seeds, "%s/seeds", tmpdir);
+    mkdir(seeds, 0755);
+    snprintf(p, sizeof p, "%s/a.txt", seeds);
+    fl_err e = {0};
+    assert_int_equal(fl_file_write_atomic(p, "hello", 5, &e), FL_OK);
+    snprintf(cache, sizeof cache, "%s/cache", tmpdir);
+
+    stub *s = stub_start();
+    s->fn = model;
+    snprintf(out, sizeof out, "%s/out1", tmpdir);
+    campaign(out, s->url, cache, 100, tgt, seeds);
+    int calls = stub_count(s);
+    assert_true(calls >= 2);
+    snprintf(p, sizeof p, "%s/queue", out);
+    assert_true(count_files(p, ",op:llm") >= 1);     /* generated inputs kept for coverage */
+    snprintf(p, sizeof p, "%s/failures/llm_judge", out);
+    assert_int_equal(count_files(p, NULL), 1);        /* the Checker round judged a deadlock */
+    snprintf(p, sizeof p, "%s/fuzzer_stats", out);
+    uint8_t *txt;
+    size_t n;
+    assert_int_equal(fl_file_read(p, &txt, &n, &e), FL_OK);
+    assert_non_null(memmem(txt, n, "llm_budget_exhausted: 0", 23));
+    assert_non_null(memmem(txt, n, "findings_llm_judge", 18));
+    free(txt);
+
+    /* the same campaign again: every request is a cache hit */
+    snprintf(out, sizeof out, "%s/out2", tmpdir);
+    campaign(out, s->url, cache, 100, tgt, seeds);
+    assert_int_equal(stub_count(s), calls);
+    snprintf(p, sizeof p, "%s/failures/llm_judge", out);
+    assert_int_equal(count_files(p, NULL), 1);
+
+    /* a small budget without the cache: stops cleanly and says so */
+    snprintf(out, sizeof out, "%s/out3", tmpdir);
+    campaign(out, s->url, NULL, 2, tgt, seeds);
+    assert_int_equal(stub_count(s), calls + 2);
+    snprintf(p, sizeof p, "%s/fuzzer_stats", out);
+    assert_int_equal(fl_file_read(p, &txt, &n, &e), FL_OK);
+    assert_non_null(memmem(txt, n, "llm_budget_exhausted: 1", 23));
+    free(txt);
+
+    /* the key is nowhere on disk */
+    assert_false(tree_contains(tmpdir, KEY));
+    assert_non_null(strstr(stub_head(s, 0), KEY));
+    stub_stop(s);
+    rmrf(tmpdir);
+    unsetenv("OPENAI_API_KEY");
+}
+
 int main(void) {
     fl_verbosity = 0;
     const struct CMUnitTest tests[] = {
@@ -434,6 +527,7 @@ int main(void) {
         cmocka_unit_test(test_retries),         cmocka_unit_test(test_timeout),
         cmocka_unit_test(test_embed),           cmocka_unit_test(test_gen_parse),
         cmocka_unit_test(test_generate),        cmocka_unit_test(test_judge),
+        cmocka_unit_test(test_campaign),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

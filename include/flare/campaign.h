@@ -73,6 +73,9 @@ typedef struct fl_campaign_stats {
     uint64_t execs_goal;       /* execs when the goal (opts) was reached; 0: not (yet) */
     int otlp_on;               /* an OTLP source is configured: */
     long otlp_spans, otlp_late;/* spans received; spans that came after their case ended */
+    int llm_on;                /* an LLM is configured (llm.h): */
+    int64_t llm_calls, llm_tokens, llm_cache_hits;
+    int llm_budget_exhausted;
     int done;                  /* 1 in the final on_status call */
 } fl_campaign_stats;
 
@@ -113,6 +116,17 @@ typedef struct fl_campaign_opts {
      * boundary and finishes normally: final statistics and report are written. */
     const volatile sig_atomic_t *stop;
     int write_report;        /* write report.md / report.html at the end (default 1) */
+    /* The LLM in the loop (llm.h, docs/agents-llm.md): off unless llm_url is set. */
+    const char *llm_url, *llm_model, *llm_cache; /* cache may be NULL */
+    int64_t llm_max_calls, llm_max_tokens;       /* budget; 0: no limit */
+    double llm_temperature;  /* default 0.7 */
+    int llm_timeout_ms;      /* per request; 0: the client's default */
+    int gen_plateau;         /* ask the generator after this many execs without a new feature */
+    double gen_share;        /* share of executions that use a generated input */
+    int gen_batch;           /* instructions per generator request (default 4) */
+    int judge;               /* judge cases that passed the rule oracles and added coverage */
+    double judge_threshold;  /* default 0.8 */
+    int judge_votes;         /* default 1 */
 } fl_campaign_opts;
 
 void fl_campaign_opts_default(fl_campaign_opts *o);

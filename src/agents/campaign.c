@@ -24,6 +24,7 @@ void fl_campaign_opts_default(fl_campaign_opts *o) {
     o->stats_every = 2;
     o->status_every = 0.25;
     o->write_report = 1;
+    o->llm_temperature = 0.7, o->judge_threshold = 0.8, o->judge_votes = 1;
     o->otlp_grace_ms = 1000;
 }
 
@@ -143,6 +144,7 @@ void camp_periodic(camp *cp, int force) {
     if (force || now - cp->last_stats >= cp->o->stats_every) {
         fl_err e = {0};
         refresh_cov(cp);
+        camp_llm_stats(cp);
         camp_otlp_stats(cp);
         if (od_write_stats(cp->o->out_dir, s, &cp->meta, &e)) camp_fail(cp, &e);
         od_plot_row(cp->plot, s);
@@ -174,6 +176,7 @@ void camp_process(camp *cp, fl_case *c, const fl_trace *t, const camp_origin *or
     fl_findings f = {0};
     int n_found = 0;
     if (fl_oracle_check(cp->spec, c, t, &cp->oo, &f, &e)) camp_fail(cp, &e);
+    camp_llm_judge(cp, c, t, r, &f); /* when no rule fired (campaign_llm.c) */
     for (int i = 0; i < f.n; i++) {
         const char *kind = fl_finding_kind_name(f.v[i].kind);
         int fresh = sig_set_add(&cp->sigs, kind, f.v[i].signature);

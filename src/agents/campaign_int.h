@@ -163,6 +163,7 @@ typedef struct camp {
     uint64_t reserved;       /* exec numbers handed out in this session */
     double last_stats, last_status;
     FILE *plot;
+    struct camp_llm *llm;    /* generator and judge (campaign_llm.c), NULL: none */
     fl_otlp_src *otlp;       /* spans for cases (--otlp-listen / --otlp-file), NULL: none */
     int stop;                /* 1: no new case starts */
     fl_status err;           /* the first failure of flare itself (output folder, memory) */
@@ -191,6 +192,15 @@ fl_status saved_target(char *const *argv, const struct fl_http_opts *http, int t
                        int fresh, int mem_limit_mb, fl_target **t, fl_err *e);
 /* Write fuzzer_stats / plot_data and call on_status when due (force: now). Under cp->mu. */
 void camp_periodic(camp *cp, int force);
+/* The LLM generator and judge (campaign_llm.c; no-ops without --llm). Under cp->mu. */
+typedef struct camp_llm camp_llm;
+fl_status camp_llm_start(camp *cp, fl_err *e);
+void camp_llm_free(camp *cp);
+void camp_llm_stats(camp *cp);
+/* A generated case for the next execution (op:llm), or NULL: mutate as usual. */
+fl_case *camp_llm_next(camp *cp, fl_rng *r);
+/* Append the judge's finding when no rule fired and the case added coverage (r > 0). */
+void camp_llm_judge(camp *cp, const fl_case *c, const fl_trace *t, int r, fl_findings *f);
 /* The span source of --otlp-listen / --otlp-file (campaign_otlp.c): started in setup, its
  * counters copied into cp->st before fuzzer_stats is written (under cp->mu). */
 fl_status camp_otlp_start(camp *cp, fl_err *e);

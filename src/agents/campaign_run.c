@@ -60,10 +60,11 @@ static void *work(void *arg) {
         for (int k = 0; k < energy && !stopping(cp); k++) {
             uint64_t nexec = cp->execs0 + ++cp->reserved;
             const q_entry *other = q_other(&cp->q, &w->rng, p);
+            fl_case *gen = camp_llm_next(cp, &w->rng); /* usually NULL (campaign_llm.c) */
             pthread_mutex_unlock(&cp->mu);
 
-            char op[64];
-            fl_case *child = make_child(w, p, other, op, sizeof op);
+            char op[64] = "llm";
+            fl_case *child = gen ? gen : make_child(w, p, other, op, sizeof op);
             fl_status st = FL_OK;
             if (child) {
                 fl_case_new_trace(child, &w->trace_rng);
@@ -110,6 +111,7 @@ static fl_status setup(camp *cp, const fl_campaign_opts *o, fl_err *e) {
         return fl_fail(e, FL_ERR_NOTFOUND, "-i %s: not a folder of seed files", o->in_dir);
     if ((st = camp_otlp_start(cp, e))) return st; /* a port in use fails before -o is made */
     if ((st = od_prepare(o->out_dir, !strcmp(o->in_dir, "-"), e))) return st;
+    if ((st = camp_llm_start(cp, e))) return st; /* its cache may live in -o */
     saved_argv_line(o->argv, cp->target_desc, sizeof cp->target_desc);
     if (o->http) snprintf(cp->target_desc, sizeof cp->target_desc, "%s", o->http->url);
     cp->meta = (od_meta){.seed = o->seed, .schedule = fl_schedule_name(o->schedule),
@@ -196,6 +198,7 @@ fl_status fl_campaign_run(const fl_campaign_opts *o, fl_campaign_result *r, fl_e
     sig_set_free(&cp->sigs);
     fl_mutator_free(cp->mut);
     fl_agcov_free(cp->cov);
+    camp_llm_free(cp);
     fl_otlp_src_free(cp->otlp); /* after the targets: no case is collecting */
     fl_spec_free(cp->spec);
     free(cp->spec_abs);

@@ -131,7 +131,7 @@ static int spent(fl_llm *l) {
         l->st.exhausted = 1;
     if (l->st.exhausted && !l->said) {
         l->said = 1;
-        fl_log(1, "llm: budget exhausted (%lld calls, %lld tokens): no more LLM requests this run",
+        fl_log(1, "llm: budget exhausted (%lld calls, %lld tokens): no more LLM requests this run\n",
                (long long)l->st.calls, (long long)l->st.tokens);
     }
     return l->st.exhausted;
@@ -248,7 +248,7 @@ static fl_status post(fl_llm *l, const char *endpoint, const char *body, char **
         long ms = (long)l->o.backoff_ms << (attempt < 20 ? attempt : 20);
         if (b.retry_after_ms >= 0) ms = b.retry_after_ms;
         if (ms > l->o.max_backoff_ms) ms = l->o.max_backoff_ms;
-        fl_log(2, "llm: %s: %s; retrying in %ld ms", endpoint, why, ms);
+        fl_log(2, "llm: %s: %s; retrying in %ld ms\n", endpoint, why, ms);
         sleep_ms(ms);
     }
     curl_slist_free_all(hd);
@@ -301,7 +301,7 @@ static fl_status request(fl_llm *l, const char *endpoint, const char *body,
             if (l->cache) {
                 fl_err ign;
                 if (fl_file_write_atomic(path, resp, strlen(resp), &ign))
-                    fl_log(1, "llm: cache: %s", ign.msg);
+                    fl_log(1, "llm: cache: %s\n", ign.msg);
             }
             free(resp);
             break;

@@ -188,7 +188,7 @@ fl_status fl_llm_generate(fl_llm *l, const fl_llm_gen_in *g, fl_case ***out, int
             *n_out = n;
             break;
         }
-        if (attempt) fl_log(2, "llm generator: malformed reply twice, round skipped");
+        if (attempt) fl_log(2, "llm generator: malformed reply twice, round skipped\n");
     }
     free(reply), free(sys), free(usr);
     return st;

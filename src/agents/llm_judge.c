@@ -48,7 +48,14 @@ int fl_llm_verdict_parse(const char *reply, fl_llm_verdict *v) {
 static char *judge_prompt(const fl_spec *spec, const fl_case *c, const fl_trace *t) {
     cJSON *o = cJSON_CreateObject(), *turns = cJSON_AddArrayToObject(o, "user_turns");
     for (int i = 0; turns && i < c->n_turns; i++) cJSON_AddItemToArray(turns, cJSON_CreateString(c->turns[i]));
+    /* the events without their timings: those say little to a judge and would make every
+     * request unique, defeating the cache of a repeated campaign */
     char *tj = fl_trace_to_json(t);
+    cJSON *ev = tj ? cJSON_Parse(tj) : NULL;
+    for (cJSON *x = ev ? ev->child : NULL; x; x = x->next) cJSON_DeleteItemFromObject(x, "t_ms");
+    free(tj);
+    tj = ev ? cJSON_PrintUnformatted(ev) : NULL;
+    cJSON_Delete(ev);
     if (tj && strlen(tj) > 12000) strcpy(tj + 11980, "...(cut)"); /* long traces: the start */
     cJSON_AddStringToObject(o, "trace", tj ? tj : "[]");
     free(tj);
@@ -97,7 +104,7 @@ fl_status fl_llm_judge(fl_llm *l, const fl_spec *spec, const fl_case *c, const f
             reply = r2;
             if (!st) ok = fl_llm_verdict_parse(reply, &v);
         }
-        if (!st && ok) fl_log(1, "llm judge: case %s: malformed verdict, counted as no: %.80s", c->id, reply);
+        if (!st && ok) fl_log(1, "llm judge: case %s: malformed verdict, counted as no: %.80s\n", c->id, reply);
         free(reply);
         if (st || ok || !v.is_anomaly || v.confidence < thr) continue;
         agree++;

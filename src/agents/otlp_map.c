@@ -224,6 +224,7 @@ typedef struct mctx {
     int n;
     fl_otlp_role *role;
     int *parent; /* index of the parent span within the trace, -1 */
+    char *usage_below; /* 1: a descendant reports token usage */
 } mctx;
 
 static const char *agent_of(const mctx *m, int i) {
@@ -381,15 +382,7 @@ static void map_spans(const mctx *m, const int *order, evlist *L, int64_t *tin, 
         /* tokens: only spans without a descendant reporting usage (no double counting of
          * totals that frameworks also put on agent spans) */
         int64_t ui = usage(s, 0), uo = usage(s, 1);
-        if (ui || uo) {
-            int covered = 0;
-            for (int j = 0; j < m->n && !covered; j++) {
-                if (j == i || !(usage(&sp[j], 0) || usage(&sp[j], 1))) continue;
-                for (int k = 0, p = m->parent[j]; p >= 0 && k < m->n; p = m->parent[p], k++)
-                    if (p == i) { covered = 1; break; }
-            }
-            if (!covered) *tin += ui, *tout += uo;
-        }
+        if ((ui || uo) && !m->usage_below[i]) *tin += ui, *tout += uo;
     }
     /* the final answer: the outermost workflow span's output, else the root span's, else the
      * last top-level agent's */
@@ -412,31 +405,60 @@ static void map_spans(const mctx *m, const int *order, evlist *L, int64_t *tin, 
     }
 }
 
+/* qsort has no context argument in C11; mapping runs on one thread at a time per call site,
+ * but campaigns may map on several threads: the comparator reads the ids through a
+ * thread-local pointer. */
+static _Thread_local const fl_otlp_span *g_ids;
+static int id_cmp(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b, c = strcmp(g_ids[x].span_id, g_ids[y].span_id);
+    return c ? c : x - y;
+}
+
+static int order_cmp(const void *a, const void *b) {
+    return start_cmp(g_ids, *(const int *)a, *(const int *)b);
+}
+
 fl_status fl_otlp_map(const fl_otlp_span *spans, int n, fl_trace *out, fl_err *e) {
     if (n <= 0) return FL_OK;
-    mctx m = {spans, n, calloc((size_t)n, sizeof *m.role), calloc((size_t)n, sizeof *m.parent)};
-    int *order = calloc((size_t)n, sizeof *order);
+    mctx m = {spans, n, calloc((size_t)n, sizeof *m.role), calloc((size_t)n, sizeof *m.parent),
+              calloc((size_t)n, 1)};
+    int *order = calloc((size_t)n, sizeof *order), *byid = calloc((size_t)n, sizeof *byid);
     evlist L = {0};
     fl_status st = FL_OK;
-    if (!m.role || !m.parent || !order) goto nomem;
+    if (!m.role || !m.parent || !m.usage_below || !order || !byid) goto nomem;
     uint64_t t0 = UINT64_MAX;
     for (int i = 0; i < n; i++) {
         m.role[i] = fl_otlp_classify(&spans[i]);
         m.parent[i] = -1;
         order[i] = i;
         if (spans[i].start_ns < t0) t0 = spans[i].start_ns;
-        for (int j = 0; spans[i].parent_id[0] && j < n; j++)
-            if (j != i && !strcmp(spans[j].span_id, spans[i].parent_id)) { m.parent[i] = j; break; }
     }
-    /* a stable sort of span indices by start time; insertion sort keeps it reentrant */
-    for (int i = 1; i < n; i++) {
-        int x = order[i], j = i - 1;
-        while (j >= 0 && start_cmp(spans, order[j], x) > 0) order[j + 1] = order[j], j--;
-        order[j + 1] = x;
+    /* parents: span ids sorted once, then a binary search per span */
+    for (int i = 0; i < n; i++) byid[i] = i;
+    g_ids = spans;
+    qsort(byid, (size_t)n, sizeof *byid, id_cmp);
+    for (int i = 0; i < n; i++) {
+        if (!spans[i].parent_id[0]) continue;
+        int lo = 0, hi = n - 1;
+        while (lo <= hi) {
+            int mid = (lo + hi) / 2, c = strcmp(spans[byid[mid]].span_id, spans[i].parent_id);
+            if (!c) { m.parent[i] = byid[mid] != i ? byid[mid] : -1; break; }
+            if (c < 0) lo = mid + 1;
+            else hi = mid - 1;
+        }
     }
+    /* spans below which usage is reported (bounded walk: ids may form cycles) */
+    for (int i = 0; i < n; i++) {
+        if (!usage(&spans[i], 0) && !usage(&spans[i], 1)) continue;
+        for (int k = 0, p = m.parent[i]; p >= 0 && k < n && !m.usage_below[p]; p = m.parent[p], k++)
+            m.usage_below[p] = 1;
+    }
+    /* span indices by start time, ties in arrival order */
+    g_ids = spans;
+    qsort(order, (size_t)n, sizeof *order, order_cmp);
     map_spans(&m, order, &L, &out->tokens_in, &out->tokens_out);
     if (L.oom) goto nomem;
-    qsort(L.v, (size_t)L.n, sizeof *L.v, mev_cmp);
+    if (L.n) qsort(L.v, (size_t)L.n, sizeof *L.v, mev_cmp);
     /* append, before a trailing DONE */
     int has_done = out->n_events > 0 && out->events[out->n_events - 1].kind == FL_EV_DONE;
     if (out->n_events + L.n > out->cap_events) {
@@ -463,6 +485,8 @@ done:
     free(L.v);
     free(m.role);
     free(m.parent);
+    free(m.usage_below);
     free(order);
+    free(byid);
     return st;
 }

@@ -174,6 +174,12 @@ fl_status od_write_stats(const char *out_dir, const fl_campaign_stats *s, const 
     KV("last_finding", "%.0f", s->last_find_time);
     KV("execs_last_finding", "%llu", (unsigned long long)s->execs_last_find);
     KV("execs_full_edges", "%llu", (unsigned long long)s->execs_full_edges);
+    if (s->llm_on) {
+        KV("llm_calls", "%lld", (long long)s->llm_calls);
+        KV("llm_tokens", "%lld", (long long)s->llm_tokens);
+        KV("llm_cache_hits", "%lld", (long long)s->llm_cache_hits);
+        KV("llm_budget_exhausted", "%d", s->llm_budget_exhausted);
+    }
     if (s->otlp_on) KV("otlp_spans", "%ld", s->otlp_spans);
     if (s->otlp_on) KV("otlp_late", "%ld", s->otlp_late);
     KV("seed", "%llu", (unsigned long long)m->seed);

@@ -161,6 +161,15 @@ int cmd_agents_fuzz(const cli_opts *o) {
     co.dict_path = o->set[F_dict] ? o->dict : NULL;
     co.lexicon_path = o->set[F_lexicon] ? o->lexicon : NULL;
     co.spec_path = o->set[F_spec] ? o->spec : NULL;
+    char llm_cache[4096]; /* the LLM in the loop (docs/agents-llm.md) */
+    snprintf(llm_cache, sizeof llm_cache, "%s/llm_cache", o->fuzz_out);
+    co.llm_url = o->set[F_llm_url] ? o->llm_url : NULL;
+    co.llm_model = o->llm_model;
+    co.llm_cache = o->set[F_llm_cache] ? o->llm_cache : llm_cache;
+    co.llm_max_calls = o->llm_max_calls, co.llm_max_tokens = o->llm_max_tokens;
+    co.llm_temperature = o->llm_temperature;
+    co.gen_plateau = (int)o->gen_plateau, co.gen_share = o->gen_share;
+    co.judge = o->judge, co.judge_threshold = o->judge_threshold, co.judge_votes = (int)o->judge_votes;
     co.otlp_listen = o->set[F_otlp_listen] ? o->otlp_listen : NULL;
     co.otlp_file = o->set[F_otlp_file] ? o->otlp_file : NULL;
     co.otlp_grace_ms = (int)o->otlp_grace;

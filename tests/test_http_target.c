@@ -469,6 +469,11 @@ static void test_campaign_example_server(void **state) {
     snprintf(cmd, sizeof cmd, "%s agents replay %s/out/failures/crash -q --target %s > %s/replay 2>&1",
              flare, tmp, url, tmp);
     int rrc = system(cmd);
+    /* and min: a shrunk crash that still crashes, recording the URL as its target */
+    snprintf(cmd, sizeof cmd, "f=$(ls %s/out/failures/crash/*.json | head -1); %s agents min \"$f\" "
+             "-q --max-runs 100 -o %s/min.json --target %s > %s/min 2>&1 && grep -q '\"target\":.*%s' "
+             "%s/min.json", tmp, flare, tmp, url, tmp, url, tmp);
+    int mrc = system(cmd);
     kill(pid, SIGTERM);
     waitpid(pid, NULL, 0);
     fclose(f);
@@ -476,6 +481,7 @@ static void test_campaign_example_server(void **state) {
     assert_true(crashes >= 1);
     assert_true(leaks >= 1);
     assert_int_equal(WEXITSTATUS(rrc), 1); /* still failing */
+    assert_int_equal(mrc, 0);
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
     assert_int_equal(system(cmd), 0);
 }

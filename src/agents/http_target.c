@@ -38,6 +38,7 @@ struct fl_http {
     char *buf;           /* response body of the current case */
     size_t len, cap;
     int over;            /* the body passed max_bytes */
+    int oom;             /* a realloc of buf failed */
     char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -201,7 +202,7 @@ static size_t on_body(char *p, size_t size, size_t n, void *user) {
         size_t cap = h->cap ? h->cap : 16384;
         while (cap < h->len + k + 1) cap *= 2;
         char *nb = realloc(h->buf, cap);
-        if (!nb) return 0;
+        if (!nb) return h->oom = 1, 0;
         h->buf = nb, h->cap = cap;
     }
     memcpy(h->buf + h->len, p, k);
@@ -385,7 +386,7 @@ fl_status fl_http_run(fl_http *h, const fl_case *c, fl_trace *tr, fl_err *e) {
     CURLcode rc;
     int tries = 0, wait = h->backoff_ms;
     for (;;) {
-        h->len = 0, h->over = 0, h->errbuf[0] = 0;
+        h->len = 0, h->over = 0, h->oom = 0, h->errbuf[0] = 0;
         rc = curl_easy_perform(h->curl);
         int refused = rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST;
         if (!refused || tries++ >= h->retries) break;
@@ -403,7 +404,9 @@ fl_status fl_http_run(fl_http *h, const fl_case *c, fl_trace *tr, fl_err *e) {
 
     const char *why = h->errbuf[0] ? h->errbuf : curl_easy_strerror(rc);
     fl_status st = FL_OK;
-    if (h->over) {
+    if (h->oom) {
+        st = fl_fail(e, FL_ERR_NOMEM, "http target: out of memory for the response");
+    } else if (h->over) {
         tr->exit = FL_EXIT_LIMIT;
     } else if (rc == CURLE_OPERATION_TIMEDOUT) {
         tr->exit = FL_EXIT_HANG;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "agents/campaign_int.h"
+#include "flare/http_target.h"
 
 enum { LV_SENTENCE, LV_WORD, LV_CHAR, LV_COUNT };
 
@@ -220,6 +221,7 @@ fl_status fl_minimize(const char *path, const fl_min_opts *o, fl_min_result *r, 
         if (o->out_path) snprintf(r->out_path, sizeof r->out_path, "%s", o->out_path);
         else default_out(path, r->out_path, sizeof r->out_path);
         saved_argv_line(o->argv, desc, sizeof desc);
+        if (o->http) snprintf(desc, sizeof desc, "%s", o->http->url); /* an HTTP target */
         char *txt = saved_case_json(c, m.tr, f, loaded, desc, NULL);
         if (!txt) st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
         else st = fl_file_write_atomic(r->out_path, txt, strlen(txt), e);

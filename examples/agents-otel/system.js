@@ -110,6 +110,9 @@ let otelReporter = null; // created once (loading the SDK costs ~100 ms), only i
 // ---- the agents ---------------------------------------------------------------------------------
 
 const words = (s) => (s.match(/\S+/g) || []).length;
+// What the user wrote is quoted back at most this long (an answer stays short whatever the input).
+// (Cut between code points: half a surrogate pair would make JSON that flare rejects.)
+const clip = (s, n = 200) => (s.length > n ? `${Array.from(s).slice(0, n).join('')}…` : s);
 
 // Master: routes a turn. Chat is answered by the Master itself; the rest goes to the Worker.
 function route(text) {
@@ -173,13 +176,18 @@ function delegate(rep, ctx, r, text) {
       rep.activate('Worker', 'Master', 'no calculation found');
       return 'Sorry, I could not find a calculation in that.';
     }
+    // The Worker rounds when the user says "approximately"/"roughly", and for big operands
+    // (10+ digits: it keeps three significant digits); the Checker wants every digit when the
+    // user says "exact", and for big operands (it checks large sums in full).
     const lower = text.toLowerCase();
-    const wantsExact = /\bexact/.test(lower);
-    const rounds = /\bapprox|\broughly\b/.test(lower);
+    const big = /\d{10}/.test(expr);
+    const rounds = big || /\bapprox|\broughly\b/.test(lower);
+    const wantsExact = big || /\bexact/.test(lower);
     let res = tool('calculate', { expression: expr }, calculate);
     let value;
     if (!res.ok && res.content === 'overflow' && planted('toolerror')) {
-      // Defect 2 (tool error ignored): overflow taken for a precision warning.
+      // Defect 2 (tool error ignored): the overflow is taken for a precision warning and
+      // answered with the limit instead of retrying in floating point.
       value = '≈ 1e+15';
     } else {
       if (!res.ok) res = tool('calculate', { expression: expr, mode: 'float' }, calculate);
@@ -187,18 +195,18 @@ function delegate(rep, ctx, r, text) {
     }
     const fmt = (exact) => {
       const n = Number(value);
-      return !exact && rounds && Number.isFinite(n) ? `about ${Math.round(n)}` : value;
+      return !exact && rounds && Number.isFinite(n) ? `about ${Number(n.toPrecision(3))}` : value;
     };
     let draft = `${expr} = ${fmt(false)}`;
     rep.activate('Worker', 'Checker', draft);
-    // Checker: a rounded answer is sent back when the user asked for the exact value.
-    // Defect 1 (review loop): the Worker's rounding ignores the feedback, and the review
-    // gives up only after 12 rounds (meant to be 2).
+    // The Checker sends a rounded answer back when every digit is wanted.
+    // Defect 1 (review loop): on "revise" the Worker recomputes, but its rounding policy
+    // ignores the feedback, and the review gives up only after 12 rounds (meant to be 2).
     const maxRounds = planted('loop') ? 12 : 2;
     let round = 0;
     while (wantsExact && draft.includes('about') && round < maxRounds) {
       round++;
-      rep.activate('Checker', 'Worker', 'revise: the user wants the exact value');
+      rep.activate('Checker', 'Worker', 'revise: every digit, please');
       draft = `${expr} = ${fmt(!planted('loop'))}`;
       rep.activate('Worker', 'Checker', draft);
     }
@@ -212,14 +220,14 @@ function delegate(rep, ctx, r, text) {
     rep.activate('Worker', 'Checker', res.content);
     if (res.content === 'no results') {
       rep.activate('Checker', 'Master', 'rejected: nothing found');
-      return `Sorry, I found nothing about "${query}".`;
+      return `Sorry, I found nothing about "${clip(query)}".`;
     }
     rep.activate('Checker', 'Master', `approved: ${res.content}`);
     return res.content;
   }
 
   // write: draft, have it reviewed (a poem needs a closing line), save it.
-  const about = (/about (.+?)(?: and |[,.;!?]|$)/i.exec(text) || [null, 'something'])[1].trim();
+  const about = clip((/about (.+?)(?: and |[,.;!?]|$)/i.exec(text) || [null, 'something'])[1].trim());
   const kind = /poem/i.test(text) ? 'poem' : 'note';
   const m = /\bto ([^\s]+\.(?:txt|md|[a-z]+))/i.exec(text);
   const path = m ? m[1] : 'draft.txt';
@@ -234,8 +242,8 @@ function delegate(rep, ctx, r, text) {
   // The Worker checks the file name before calling the tool (a call that cannot succeed is
   // not made), so write_file fails only on a bug.
   if (!VALID_PATH.test(path)) {
-    rep.activate('Worker', 'Master', `cannot save to '${path}'`);
-    return `Sorry, I cannot save to '${path}'; use a plain name like notes.txt.`;
+    rep.activate('Worker', 'Master', `cannot save to '${clip(path)}'`);
+    return `Sorry, I cannot save to '${clip(path)}'; use a plain name like notes.txt.`;
   }
   const res = tool('write_file', { path, text: draft }, (a) => writeFile(ctx.files, a));
   rep.activate('Worker', 'Master', res.content);

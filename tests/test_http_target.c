@@ -410,6 +410,34 @@ static void test_confinement(void **state) {
     assert_non_null(strstr(e.msg, "/nonexistent/template.json"));
 }
 
+/* ---- the CLI: --target replaces -- CMD; bad URLs and modes fail before any case ---------- */
+static int flare_rc(const char *args) {
+    const char *flare = getenv("FLARE_BIN");
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "echo hi > /tmp/flare_http_case.txt; %s agents run /tmp/flare_http_case.txt %s "
+             ">/dev/null 2>&1", flare, args);
+    int rc = system(cmd);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static void test_cli_usage(void **state) {
+    (void)state;
+    if (!getenv("FLARE_BIN")) {
+        printf("FLARE_BIN not set: CLI test skipped\n");
+        return;
+    }
+    char args[256];
+    snprintf(args, sizeof args, "--target http://127.0.0.1:%d/array", g_port);
+    assert_int_equal(flare_rc(args), 0);
+    assert_int_equal(flare_rc(""), 2);                                     /* no target at all */
+    snprintf(args, sizeof args, "--target http://127.0.0.1:%d/array -- /bin/cat", g_port);
+    assert_int_equal(flare_rc(args), 2);                                   /* both */
+    assert_int_equal(flare_rc("--target ftp://127.0.0.1/"), 1);
+    assert_int_equal(flare_rc("--target http://127.0.0.1:9/ --response pointer"), 1);
+    assert_int_equal(flare_rc("--target http://127.0.0.1:9/ --body-template /nonexistent"), 1);
+    unlink("/tmp/flare_http_case.txt");
+}
+
 /* ---- a campaign against the example server ------------------------------------------------- */
 static int count_files(const char *dir) {
     char cmd[1400];
@@ -497,6 +525,7 @@ int main(void) {
         cmocka_unit_test(test_timeout_and_cap),
         cmocka_unit_test(test_refused_retries),
         cmocka_unit_test(test_confinement),
+        cmocka_unit_test(test_cli_usage),
         cmocka_unit_test(test_campaign_example_server),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

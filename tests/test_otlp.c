@@ -183,6 +183,9 @@ static void test_parse_errors(void **state) {
          "\"spanId\":\"00f067aa0ba902b7\",\"attributes\":[{\"key\":\"x\",\"value\":{\"arrayValue\":{\"values\":[1]}}}]}]}]}]}",
          "attributes[0]: malformed arrayValue"},
         {"{\"resourceSpans\":[{\"scopeSpans\":[{\"spans\":[{\"traceId\":\"0af7651916cd43dd8448eb211c80319c\","
+         "\"spanId\":\"00f067aa0ba902b7\",\"kind\":1e300}]}]}]}",
+         "spans[0].kind: not a SpanKind"},
+        {"{\"resourceSpans\":[{\"scopeSpans\":[{\"spans\":[{\"traceId\":\"0af7651916cd43dd8448eb211c80319c\","
          "\"spanId\":\"00f067aa0ba902b7\",\"events\":[{\"name\":3}]}]}]}]}",
          "spans[0].events[0]: name is not a string"},
     };
@@ -408,6 +411,50 @@ static void test_map_arguments(void **state) {
     fl_otlp_spans_free(s, 1);
 }
 
+static void test_map_large(void **state) {
+    (void)state;
+    /* 3000 agents in a chain of handoff-free siblings, each with a tool and an LLM call: the
+     * mapping stays fast (no quadratic passes) and counts everything once */
+    enum { N = 3000 };
+    size_t cap = (size_t)N * 3 * 400 + 200, len = 0;
+    char *req = malloc(cap);
+    len += (size_t)snprintf(req + len, cap - len, "{\"resourceSpans\":[{\"scopeSpans\":[{\"spans\":[");
+    for (int i = 0; i < N; i++) {
+        long long t = 1000LL * (N - i); /* spans arrive newest first */
+        len += (size_t)snprintf(req + len, cap - len,
+            "%s{\"traceId\":\"" TWIN_ID "\",\"spanId\":\"%016x\",\"name\":\"invoke_agent a%d\","
+            "\"startTimeUnixNano\":\"%lld\",\"endTimeUnixNano\":\"%lld\"},"
+            "{\"traceId\":\"" TWIN_ID "\",\"spanId\":\"%016x\",\"parentSpanId\":\"%016x\",\"name\":\"execute_tool t\","
+            "\"startTimeUnixNano\":\"%lld\",\"endTimeUnixNano\":\"%lld\"},"
+            "{\"traceId\":\"" TWIN_ID "\",\"spanId\":\"%016x\",\"parentSpanId\":\"%016x\",\"name\":\"chat m\","
+            "\"startTimeUnixNano\":\"%lld\",\"attributes\":[{\"key\":\"gen_ai.usage.input_tokens\",\"value\":{\"intValue\":2}}]}",
+            i ? "," : "", 3 * i + 1, i, t, t + 900, 3 * i + 2, 3 * i + 1, t + 100, t + 200, 3 * i + 3,
+            3 * i + 1, t + 300);
+    }
+    len += (size_t)snprintf(req + len, cap - len, "]}]}]}");
+    assert_true(len < cap - 1);
+    fl_otlp_span *sp;
+    int n;
+    fl_err e = {0};
+    double t0 = fl_now();
+    assert_int_equal(fl_otlp_parse(req, len, "big", &sp, &n, &e), FL_OK);
+    assert_int_equal(n, 3 * N);
+    fl_trace *t = map_spans(sp, n);
+    double dt = fl_now() - t0;
+    assert_int_equal(t->n_events, 3 * N); /* N messages + N calls + N results */
+    assert_int_equal(t->tokens_in, 2 * N);
+    /* oldest agent first: user -> a(N-1) */
+    assert_string_equal(t->events[0].agent, "user");
+    char want[16];
+    snprintf(want, sizeof want, "a%d", N - 1);
+    assert_string_equal(t->events[0].to, want);
+    print_message("parse + map of %d spans: %.1f ms\n", n, dt * 1e3);
+    assert_true(dt < 5.0); /* generous: ASan, a loaded machine */
+    fl_trace_free(t);
+    fl_otlp_spans_free(sp, n);
+    free(req);
+}
+
 /* ---- the store ------------------------------------------------------------------------------- */
 static char *request_for(const char *trace_id, int k) {
     char *buf = malloc(512);
@@ -578,7 +625,7 @@ int main(void) {
         cmocka_unit_test(test_names),            cmocka_unit_test(test_map_twin),
         cmocka_unit_test(test_map_openinference), cmocka_unit_test(test_map_traceloop),
         cmocka_unit_test(test_map_span_names),   cmocka_unit_test(test_map_edges),
-        cmocka_unit_test(test_map_arguments),    cmocka_unit_test(test_store),
+        cmocka_unit_test(test_map_arguments),    cmocka_unit_test(test_map_large),    cmocka_unit_test(test_store),
         cmocka_unit_test(test_store_threads),    cmocka_unit_test(test_file_poll),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -124,7 +124,10 @@ static int get_u64(const cJSON *v, uint64_t *out) {
 
 /* An enum as an integer or one of its names (index = value). */
 static int get_enum(const cJSON *v, const char *const *names, int n, int *out) {
-    if (cJSON_IsNumber(v)) return *out = (int)v->valuedouble, 0;
+    if (cJSON_IsNumber(v)) { /* unknown values of a known range pass: newer protos may add some */
+        if (!(v->valuedouble >= 0 && v->valuedouble < 1000)) return -1;
+        return *out = (int)v->valuedouble, 0;
+    }
     if (!cJSON_IsString(v)) return -1;
     for (int i = 0; i < n; i++)
         if (!strcmp(v->valuestring, names[i])) return *out = i, 0;
@@ -484,7 +487,8 @@ int fl_otlp_attr_int(const fl_otlp_span *s, const char *key, int64_t *v) {
     const fl_otlp_attr *a = fl_otlp_attr_get(s, key);
     if (!a) return 0;
     if (a->type == FL_OTLP_INT) return *v = a->i, 1;
-    if (a->type == FL_OTLP_DOUBLE && a->d == (double)(int64_t)a->d) return *v = (int64_t)a->d, 1;
+    if (a->type == FL_OTLP_DOUBLE && a->d >= -9.2e18 && a->d <= 9.2e18 && a->d == (double)(int64_t)a->d)
+        return *v = (int64_t)a->d, 1;
     if (a->type == FL_OTLP_STR && a->text[0]) {
         char *end;
         errno = 0;

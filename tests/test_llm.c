@@ -238,6 +238,9 @@ static void test_timeout(void **st) {
     /* bad options */
     o.base_url = "file:///etc/passwd";
     assert_int_equal(fl_llm_new(&o, &l, &e), FL_ERR_ARG);
+    o.base_url = "http://user:" KEY "@127.0.0.1:1";
+    assert_int_equal(fl_llm_new(&o, &l, &e), FL_ERR_ARG);
+    assert_null(strstr(e.msg, KEY));
     o.base_url = "http://x";
     o.model = NULL;
     assert_int_equal(fl_llm_new(&o, &l, &e), FL_ERR_ARG);
@@ -448,14 +451,14 @@ static int count_files(const char *dir, const char *needle) {
 }
 
 static void campaign(const char *out, const char *url, const char *cache, int64_t max_calls,
-                     const char *tgt, const char *seeds) {
+                     const char *tgt, const char *seeds, double share, int plateau) {
     char *argv[] = {(char *)tgt, NULL};
     fl_campaign_opts o;
     fl_campaign_opts_default(&o);
     o.in_dir = seeds, o.out_dir = out, o.argv = argv, o.max_execs = 30, o.seed = 3;
     o.timeout_ms = 3000, o.write_report = 0;
     o.llm_url = url, o.llm_model = "stub", o.llm_cache = cache, o.llm_max_calls = max_calls;
-    o.gen_share = 0.3, o.gen_plateau = 0, o.judge = 1;
+    o.gen_share = share, o.gen_plateau = plateau, o.judge = 1;
     fl_campaign_result r;
     fl_err e = {0};
     if (fl_campaign_run(&o, &r, &e)) fail_msg("campaign: %s", e.msg);
@@ -481,7 +484,7 @@ static void test_campaign(void **st) {
     stub *s = stub_start();
     s->fn = model;
     snprintf(out, sizeof out, "%s/out1", tmpdir);
-    campaign(out, s->url, cache, 100, tgt, seeds);
+    campaign(out, s->url, cache, 100, tgt, seeds, 0.3, 0);
     int calls = stub_count(s);
     assert_true(calls >= 2);
     snprintf(p, sizeof p, "%s/queue", out);
@@ -498,19 +501,27 @@ static void test_campaign(void **st) {
 
     /* the same campaign again: every request is a cache hit */
     snprintf(out, sizeof out, "%s/out2", tmpdir);
-    campaign(out, s->url, cache, 100, tgt, seeds);
+    campaign(out, s->url, cache, 100, tgt, seeds, 0.3, 0);
     assert_int_equal(stub_count(s), calls);
     snprintf(p, sizeof p, "%s/failures/llm_judge", out);
     assert_int_equal(count_files(p, NULL), 1);
 
     /* a small budget without the cache: stops cleanly and says so */
     snprintf(out, sizeof out, "%s/out3", tmpdir);
-    campaign(out, s->url, NULL, 2, tgt, seeds);
+    campaign(out, s->url, NULL, 2, tgt, seeds, 0.3, 0);
     assert_int_equal(stub_count(s), calls + 2);
     snprintf(p, sizeof p, "%s/fuzzer_stats", out);
     assert_int_equal(fl_file_read(p, &txt, &n, &e), FL_OK);
     assert_non_null(memmem(txt, n, "llm_budget_exhausted: 1", 23));
     free(txt);
+
+    /* plateau only: the generator is asked once coverage stalls for 5 executions */
+    snprintf(out, sizeof out, "%s/out4", tmpdir);
+    int before = stub_count(s);
+    campaign(out, s->url, NULL, 100, tgt, seeds, 0, 5);
+    assert_true(stub_count(s) > before);
+    snprintf(p, sizeof p, "%s/queue", out);
+    assert_true(count_files(p, ",op:llm") >= 1);
 
     /* the key is nowhere on disk */
     assert_false(tree_contains(tmpdir, KEY));

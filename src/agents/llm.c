@@ -66,6 +66,11 @@ fl_status fl_llm_new(const fl_llm_opts *o, fl_llm **out, fl_err *e) {
     if (!u || (strncmp(u, "http://", 7) && strncmp(u, "https://", 8)))
         return fl_fail(e, FL_ERR_ARG, "--llm %s: an http:// or https:// URL is required",
                        u ? u : "(none)");
+    const char *host = strstr(u, "//") + 2;
+    const char *at = strchr(host, '@'), *slash = strchr(host, '/');
+    if (at && (!slash || at < slash)) /* it would land in fuzzer_stats and logs */
+        return fl_fail(e, FL_ERR_ARG, "--llm: credentials in the URL are refused; set "
+                                      "FLARE_LLM_API_KEY or OPENAI_API_KEY instead");
     if (!o->model || !*o->model) return fl_fail(e, FL_ERR_ARG, "--llm-model: a model name is required");
     if (o->temperature < 0 || o->temperature > 2)
         return fl_fail(e, FL_ERR_ARG, "--llm-temperature %g: 0 to 2", o->temperature);

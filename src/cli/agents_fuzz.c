@@ -125,6 +125,16 @@ static void command_line(const cli_opts *o, uint64_t seed, char *buf, size_t n) 
     if (o->set[F_otlp_listen]) ADD(" --otlp-listen %s", o->otlp_listen);
     if (o->set[F_otlp_file]) ADD(" --otlp-file %s", o->otlp_file);
     if (o->set[F_otlp_grace]) ADD(" --otlp-grace %lld", (long long)o->otlp_grace);
+    if (o->set[F_llm_url]) { /* never the key: it is not a flag (docs/agents-llm.md) */
+        ADD(" --llm %s --llm-model %s --llm-max-calls %lld", o->llm_url, o->llm_model,
+            (long long)o->llm_max_calls);
+        if (o->llm_max_tokens) ADD(" --llm-max-tokens %lld", (long long)o->llm_max_tokens);
+        if (o->set[F_llm_cache]) ADD(" --llm-cache %s", o->llm_cache);
+        ADD(" --llm-temperature %g --gen-plateau %lld --gen-share %g", o->llm_temperature,
+            (long long)o->gen_plateau, o->gen_share);
+        if (o->judge) ADD(" --judge --judge-threshold %g --judge-votes %lld", o->judge_threshold,
+                          (long long)o->judge_votes);
+    }
     if (o->set[F_target]) {
         ADD(" --target %s --response %s", o->target, o->response);
         if (o->set[F_body_template]) ADD(" --body-template %s", o->body_template);

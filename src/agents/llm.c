@@ -105,7 +105,7 @@ fl_status fl_llm_new(const fl_llm_opts *o, fl_llm **out, fl_err *e) {
 
 void fl_llm_free(fl_llm *l) {
     if (!l) return;
-    if (l->auth) memset(l->auth, 0, strlen(l->auth)); /* the key does not linger in freed memory */
+    if (l->auth) explicit_bzero(l->auth, strlen(l->auth)); /* the key does not linger in freed memory */
     free(l->auth);
     free(l->base);
     free(l->cache);

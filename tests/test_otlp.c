@@ -390,6 +390,33 @@ static void test_map_edges(void **state) {
     fl_trace_free(t);
 }
 
+static void test_map_transfer_and_handoff(void **state) {
+    (void)state;
+    /* a transfer tool and the handoff span that follows it describe one handoff */
+    const char *req =
+        "{\"resourceSpans\":[{\"scopeSpans\":[{\"spans\":["
+        "{\"traceId\":\"" TWIN_ID "\",\"spanId\":\"0000000000000001\",\"name\":\"invoke_agent Triage\",\"startTimeUnixNano\":\"10\",\"endTimeUnixNano\":\"50\"},"
+        "{\"traceId\":\"" TWIN_ID "\",\"spanId\":\"0000000000000002\",\"parentSpanId\":\"0000000000000001\",\"name\":\"execute_tool transfer_to_billing_agent\",\"startTimeUnixNano\":\"20\",\"endTimeUnixNano\":\"25\"},"
+        "{\"traceId\":\"" TWIN_ID "\",\"spanId\":\"0000000000000003\",\"parentSpanId\":\"0000000000000001\",\"name\":\"handoff\",\"startTimeUnixNano\":\"30\",\"endTimeUnixNano\":\"30\","
+        "\"attributes\":[" A("from_agent", "Triage") "," A("to_agent", "Billing Agent") "]},"
+        "{\"traceId\":\"" TWIN_ID "\",\"spanId\":\"0000000000000004\",\"name\":\"invoke_agent Billing Agent\",\"startTimeUnixNano\":\"60\",\"endTimeUnixNano\":\"70\"}"
+        "]}]}]}";
+    fl_otlp_span *sp;
+    int n;
+    fl_err e = {0};
+    assert_int_equal(fl_otlp_parse(req, strlen(req), "inline", &sp, &n, &e), FL_OK);
+    fl_trace *got = map_spans(sp, n);
+    fl_trace *want = from_lines(
+        "{\"event\":\"message\",\"from\":\"user\",\"to\":\"Triage\",\"content\":\"\"}\n"
+        "{\"event\":\"tool_call\",\"agent\":\"Triage\",\"tool\":\"transfer_to_billing_agent\"}\n"
+        "{\"event\":\"message\",\"from\":\"Triage\",\"to\":\"Billing Agent\",\"content\":\"\"}\n"
+        "{\"event\":\"tool_result\",\"agent\":\"Triage\",\"tool\":\"transfer_to_billing_agent\",\"ok\":true,\"content\":\"\"}\n");
+    assert_same_events(got, want);
+    fl_trace_free(got);
+    fl_trace_free(want);
+    fl_otlp_spans_free(sp, n);
+}
+
 static void test_map_arguments(void **state) {
     (void)state;
     /* arguments that are not JSON are kept as a JSON string; args from input.value */
@@ -625,7 +652,7 @@ int main(void) {
         cmocka_unit_test(test_names),            cmocka_unit_test(test_map_twin),
         cmocka_unit_test(test_map_openinference), cmocka_unit_test(test_map_traceloop),
         cmocka_unit_test(test_map_span_names),   cmocka_unit_test(test_map_edges),
-        cmocka_unit_test(test_map_arguments),    cmocka_unit_test(test_map_large),    cmocka_unit_test(test_store),
+        cmocka_unit_test(test_map_transfer_and_handoff), cmocka_unit_test(test_map_arguments),    cmocka_unit_test(test_map_large),    cmocka_unit_test(test_store),
         cmocka_unit_test(test_store_threads),    cmocka_unit_test(test_file_poll),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

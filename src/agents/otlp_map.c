@@ -272,7 +272,8 @@ static int loose_eq(const char *a, const char *b) {
     }
 }
 
-static int pend_take(pend *p, evlist *L, const char *name) {
+/* The pending entry announcing name, -1. Its message takes name's spelling. */
+static int pend_find(pend *p, evlist *L, const char *name) {
     for (int i = 0; i < p->n; i++) {
         if (!loose_eq(p->names[i], name)) continue;
         int k = p->ev[i];
@@ -281,10 +282,16 @@ static int pend_take(pend *p, evlist *L, const char *name) {
             if (!to) L->oom = 1;
             else free(L->v[k].ev.to), L->v[k].ev.to = to;
         }
-        p->names[i] = p->names[p->n - 1], p->ev[i] = p->ev[p->n - 1], p->n--;
-        return 1;
+        return i;
     }
-    return 0;
+    return -1;
+}
+
+static int pend_take(pend *p, evlist *L, const char *name) {
+    int i = pend_find(p, L, name);
+    if (i < 0) return 0;
+    p->names[i] = p->names[p->n - 1], p->ev[i] = p->ev[p->n - 1], p->n--;
+    return 1;
 }
 
 static int64_t usage(const fl_otlp_span *s, int out) {
@@ -318,6 +325,8 @@ static void map_spans(const mctx *m, const int *order, evlist *L, int64_t *tin, 
             const char *from = fl_otlp_attr_str(s, "from_agent");
             if (!to || !to[0]) break;
             if (!from || !from[0]) from = context_agent(m, i);
+            /* the SDK's handoff span after its transfer_to_<x> tool span: one edge, not two */
+            if (pend_find(&pending, L, to) >= 0) break;
             buf = message_text(first_attr(s, input_keys));
             if (!buf) L->oom = 1;
             add(L, s->start_ns, (fl_event){.kind = FL_EV_MESSAGE, .agent = (char *)from, .to = (char *)to,

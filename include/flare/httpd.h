@@ -71,6 +71,9 @@ fl_status fl_httpd_start(const char *addr, const fl_httpd_opts *o, fl_http_handl
                          fl_httpd **out, fl_err *e);
 /* The bound port. */
 int fl_httpd_port(const fl_httpd *h);
+/* Requests whose request line has arrived and whose handler has not returned yet: 0 means
+ * nothing a client has started sending is still on its way into the handler. */
+int fl_httpd_busy(fl_httpd *h);
 /* Stop accepting, close every connection (a request being handled finishes first), join the
  * threads, free. NULL is a no-op. */
 void fl_httpd_stop(fl_httpd *h);

@@ -46,9 +46,9 @@ typedef struct fl_otlp_src fl_otlp_src;
  * NULL and every other call is a no-op, so callers need no "if". */
 fl_status fl_otlp_src_new(const fl_otlp_src_opts *o, fl_otlp_src **out, fl_err *e);
 /* After case c ended with trace t: wait for c's spans — until its top span (the one whose
- * parent is the traceparent's span, or a root) has arrived and no more came for 10 ms, or
- * until grace_ms passed —, take them, map them to events (fl_otlp_map) and insert them
- * before t's "done" event. The stdout events stay; a mapped "output" event is dropped when
+ * parent is the traceparent's span, or a root) has arrived, no export is half-received and
+ * no more came for 2 ms; or 100 ms without a new one; or until grace_ms passed —, take
+ * them, map them to events (fl_otlp_map) and insert them before t's "done" event. The stdout events stay; a mapped "output" event is dropped when
  * the target already printed one (the final answer is one thing, whichever channel says it).
  * Thread-safe: parallel workers collect their own cases. FL_ERR_NOMEM only; a bad file line
  * is logged once, not returned. */

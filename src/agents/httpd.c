@@ -35,6 +35,7 @@ struct fl_httpd {
     void *user;
     pthread_t th;
     atomic_int stop;
+    atomic_int busy;    /* requests begun and not yet answered by the handler */
     pthread_mutex_t mu;
     conn *conns;
 };
@@ -152,7 +153,15 @@ static int respond(int fd, int status, const char *body, int keep) {
                       "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
                       "Connection: %s\r\n\r\n",
                       status, fl_http_reason(status), n, keep ? "keep-alive" : "close");
-    return send_all(fd, head, (size_t)hn) && send_all(fd, body, n);
+    /* one send: head and body in two small writes meet Nagle and the client's delayed ACK,
+     * 40 ms per response on Linux (measured: 16 cases/s instead of 600 with the Node example) */
+    char *all = malloc((size_t)hn + n);
+    if (!all) return send_all(fd, head, (size_t)hn) && send_all(fd, body, n);
+    memcpy(all, head, (size_t)hn);
+    memcpy(all + hn, body, n);
+    int ok = send_all(fd, all, (size_t)hn + n);
+    free(all);
+    return ok;
 }
 
 /* An error answer, then a lingering close: stop writing, read and drop what the client still
@@ -173,6 +182,7 @@ static void fail_close(conn *c, int status, const char *body) {
 typedef struct req {
     char method[16], path[2048], ctype[128];
     int http10, keep, chunked, expect100, gzip, bad_coding;
+    int busy;        /* counted in h->busy */
     long long clen;  /* -1: none */
     char *body;
     size_t blen, bcap;
@@ -281,6 +291,8 @@ static int read_req(conn *c, req *r) {
         strncmp(ver, "HTTP/1.", 7) || (ver[7] != '0' && ver[7] != '1') || ver[8])
         return 400;
     r->http10 = ver[7] == '0';
+    atomic_fetch_add(&c->h->busy, 1);
+    r->busy = 1;
     r->keep = !r->http10;
     r->clen = -1;
     for (;;) {
@@ -329,6 +341,7 @@ static void *serve(void *arg) {
     for (;;) {
         req r = {0};
         int s = read_req(c, &r);
+        if (s && r.busy) atomic_fetch_sub(&h->busy, 1);
         if (s > 0) fail_close(c, s, NULL);
         if (s) {
             free(r.body);
@@ -337,6 +350,7 @@ static void *serve(void *arg) {
         fl_http_req rq = {r.method, r.path, r.ctype, r.body, r.blen};
         fl_http_resp rs = {200, NULL};
         h->fn(&rq, &rs, h->user);
+        atomic_fetch_sub(&h->busy, 1);
         free(r.body);
         int ok = respond(c->fd, rs.status, rs.body, r.keep && !atomic_load(&h->stop));
         free(rs.body);
@@ -452,6 +466,8 @@ fl_status fl_httpd_start(const char *addr, const fl_httpd_opts *o, fl_http_handl
 }
 
 int fl_httpd_port(const fl_httpd *h) { return h ? h->port : 0; }
+
+int fl_httpd_busy(fl_httpd *h) { return h ? atomic_load(&h->busy) : 0; }
 
 void fl_httpd_stop(fl_httpd *h) {
     if (!h) return;

@@ -6,7 +6,9 @@
  *   - the case's top span arrived: OpenTelemetry SDKs export a span when it ends, and a parent
  *     ends after its children, so the span whose parent is the traceparent flare sent (the
  *     system's outermost span for the case) comes last, give or take concurrent exports —
- *     hence 10 ms more of quiet before taking;
+ *     hence: and no request is half-received or being handled (fl_httpd_busy), and 2 ms of
+ *     quiet for an export whose first bytes are still on the wire (spans there before the
+ *     wait began count as quiet already: the system flushed before it said "done");
  *   - without it (the file source cannot tell, a system that crashed mid-case never ends its
  *     top span), 100 ms without a new span once some arrived.
  * Otherwise the grace period bounds the wait; a case with no spans at all waits all of it.
@@ -193,17 +195,22 @@ fl_status fl_otlp_src_collect(fl_otlp_src *s, const fl_case *c, fl_trace *t, fl_
     char tid[33], parent[17];
     memcpy(tid, c->traceparent + 3, 32), tid[32] = 0;
     memcpy(parent, c->traceparent + 36, 16), parent[16] = 0;
-    double t0 = fl_now(), changed = t0, deadline = t0 + s->grace_ms / 1000.0;
+    /* spans already there when the case ended count as quiet for one polling step: a system
+     * that flushed before "done" is collected at once */
+    double t0 = fl_now(), changed = t0 - 0.002, deadline = t0 + s->grace_ms / 1000.0;
     int last = -1;
     for (;;) {
         poll_file(s);
         double now = fl_now();
         int n = fl_otlp_store_count(s->store, tid);
-        if (n != last) last = n, changed = now;
+        if (n != last && (last >= 0 || n == 0)) changed = now;
+        last = n;
         if (now >= deadline) break;
-        if (n > 0 && s->httpd && now - changed >= 0.010 && top_seen(s, tid, parent)) break;
+        if (n > 0 && s->httpd && now - changed >= 0.002 && !fl_httpd_busy(s->httpd) &&
+            top_seen(s, tid, parent))
+            break;
         if (n > 0 && now - changed >= 0.100) break;
-        nanosleep(&(struct timespec){0, 2000000}, NULL);
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
     }
     fl_otlp_span *spans = NULL;
     int n = 0;

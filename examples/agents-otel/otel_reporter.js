@@ -35,7 +35,6 @@ const { SpanStatusCode, SpanKind } = api;
 // gen_ai semantic-convention attribute names (Semantic Conventions 1.37+, "Development").
 const A = {
   op: 'gen_ai.operation.name',
-  provider: 'gen_ai.provider.name',
   agentName: 'gen_ai.agent.name',
   toolName: 'gen_ai.tool.name',
   toolType: 'gen_ai.tool.type',
@@ -140,7 +139,7 @@ class OtelReporter {
     this.agent = this.tracer.startSpan(`invoke_agent ${to}`, {
       kind: SpanKind.INTERNAL, startTime: now(),
       attributes: {
-        [A.op]: 'invoke_agent', [A.agentName]: to, [A.provider]: 'taskforce',
+        [A.op]: 'invoke_agent', [A.agentName]: to,
         [A.input]: textMessages(from === 'user' ? 'user' : 'assistant', content),
       },
     }, this.rootCtx);

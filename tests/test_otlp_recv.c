@@ -278,6 +278,34 @@ static void test_cli(void **state) {
     if (execs < 10 || spans != 3 * execs || stat_of(out, "otlp_late") != 0)
         fail_msg("fuzzer_stats:\n%s", out);
     free(out);
+    /* replay and min see the same findings through the receiver (each run under a new trace
+     * id: the saved one was collected when the case was found) */
+    port = free_port();
+    snprintf(cmd, sizeof cmd, "%s agents replay %s/failures --otlp-listen 127.0.0.1:%d -- %s %d "
+             "2>&1", flare_bin(), outdir, port, tgt, port);
+    out = capture(cmd);
+    int n_cases = 0, n_fail = 0, n_same = -1;
+    const char *sum = strstr(out, " still fail");
+    while (sum && sum > out && sum[-1] != '\n') sum--;
+    /* "N case(s): F still fail(s) (S with the saved signature), X fixed" */
+    const char *colon = sum ? strchr(sum, ':') : NULL, *paren = colon ? strchr(colon, '(') : NULL;
+    if (!paren || sscanf(sum, "%d", &n_cases) != 1 || sscanf(colon + 1, "%d", &n_fail) != 1 ||
+        sscanf(paren + 1, "%d", &n_same) != 1)
+        fail_msg("replay output:\n%s", out);
+    if (n_cases < 1 || n_fail != n_cases || n_same != n_cases) fail_msg("replay output:\n%s", out);
+    free(out);
+    /* without the spans the same cases give other findings (last agent active: none) */
+    snprintf(cmd, sizeof cmd, "%s agents replay %s/failures -- %s %d 2>/dev/null | tail -1",
+             flare_bin(), outdir, tgt, port);
+    out = capture(cmd);
+    if (!strstr(out, "(0 with the saved signature)")) fail_msg("replay without spans:\n%s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "f=$(find %s/failures -name '*.json' | head -1); "
+             "%s agents min $f -o %s/min.json -q --otlp-listen 127.0.0.1:%d -- %s %d >/dev/null 2>&1",
+             outdir, flare_bin(), tmp, port, tgt, port);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "%s/min.json", tmp);
+    assert_int_equal(access(cmd, R_OK), 0);
     /* spans 300 ms after "done", grace 50 ms: counted late, not merged */
     port = free_port();
     snprintf(cmd, sizeof cmd, "%s agents fuzz -q -i %s -o %s.late -E 2 -s 1 --otlp-listen "

@@ -154,6 +154,8 @@ typedef struct fl_replay_opts {
     char *const *argv;
     const struct fl_http_opts *http; /* instead of argv: an HTTP target */
     int timeout_ms, fresh, mem_limit_mb;
+    const char *otlp_listen, *otlp_file; /* the target's spans (otlp_recv.h), may be NULL; */
+    int otlp_grace_ms;                   /* each case then runs under a new trace id */
     const char *spec_path;  /* rules for the oracles; default: the one recorded in the file */
     const char *junit_path; /* JUnit XML report, may be NULL */
     FILE *log;              /* one line per case (may be NULL) */
@@ -176,6 +178,8 @@ typedef struct fl_min_opts {
     char *const *argv;
     const struct fl_http_opts *http; /* instead of argv: an HTTP target */
     int timeout_ms, fresh, mem_limit_mb;
+    const char *otlp_listen, *otlp_file; /* as for replay */
+    int otlp_grace_ms;
     const char *spec_path;
     const char *signature;   /* keep this one; default: the file's, else the first finding */
     const char *out_path;    /* default: case.json -> case.min.json */

@@ -21,6 +21,7 @@
 
 #include "flare/agents.h"
 #include "flare/httpd.h"
+#include "flare/target.h"
 
 struct fl_otlp_store;
 
@@ -53,6 +54,12 @@ fl_status fl_otlp_src_new(const fl_otlp_src_opts *o, fl_otlp_src **out, fl_err *
  * Thread-safe: parallel workers collect their own cases. FL_ERR_NOMEM only; a bad file line
  * is logged once, not returned. */
 fl_status fl_otlp_src_collect(fl_otlp_src *s, const fl_case *c, fl_trace *t, fl_err *e);
+
+/* fl_target_run + fl_otlp_src_collect for tools that run one saved case many times (replay,
+ * min): with a source, c runs as a copy under a new trace id drawn from r, because a trace id
+ * is collected once (its stragglers then count as late). Without one (s NULL), plainly. */
+fl_status fl_otlp_src_run(fl_otlp_src *s, fl_target *t, const fl_case *c, fl_rng *r,
+                          fl_trace *tr, fl_err *e);
 
 typedef struct fl_otlp_src_stats {
     long spans;      /* spans received (receiver and file) */

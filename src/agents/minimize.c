@@ -25,6 +25,8 @@ typedef struct mctx {
     int runs;
     fl_status st;
     fl_err *e;
+    fl_otlp_src *otlp;  /* --otlp-listen / --otlp-file, NULL: none */
+    fl_rng trace_rng;   /* a new trace id per run when otlp is set */
 } mctx;
 
 /* 1 when c still gives the signature, 0 when not, -1 when the budget is spent or flare
@@ -33,7 +35,7 @@ static int still_fails(mctx *m, const fl_case *c) {
     if (m->st || m->runs >= m->o->max_runs) return -1;
     m->runs++;
     fl_findings_clear(&m->f);
-    if ((m->st = fl_target_run(m->t, c, m->tr, m->e)) ||
+    if ((m->st = fl_otlp_src_run(m->otlp, m->t, c, &m->trace_rng, m->tr, m->e)) ||
         (m->st = fl_oracle_check(m->spec, c, m->tr, NULL, &m->f, m->e)))
         return -1;
     for (int i = 0; i < m->f.n; i++)
@@ -196,6 +198,9 @@ fl_status fl_minimize(const char *path, const fl_min_opts *o, fl_min_result *r, 
     r->bytes_before = case_bytes(c);
     if (!(m.tr = fl_trace_new())) st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
     if (!st) st = saved_spec(o->spec_path, sc.spec, &m.spec, &loaded, e);
+    fl_otlp_src_opts so = {o->otlp_listen, o->otlp_file, o->otlp_grace_ms};
+    fl_rng_seed(&m.trace_rng, (uint64_t)(fl_now() * 1e9));
+    if (!st) st = fl_otlp_src_new(&so, &m.otlp, e);
     if (!st) st = saved_target(o->argv, o->http, o->timeout_ms, o->fresh, o->mem_limit_mb, &m.t, e);
     if (!st) { /* the starting point must fail, with the chosen signature */
         const char *want = o->signature ? o->signature : sc.signature;
@@ -236,6 +241,7 @@ fl_status fl_minimize(const char *path, const fl_min_opts *o, fl_min_result *r, 
     r->bytes_after = case_bytes(c);
     fl_findings_free(&m.f);
     fl_target_free(m.t);
+    fl_otlp_src_free(m.otlp);
     fl_trace_free(m.tr);
     fl_spec_free(m.spec);
     free(loaded);

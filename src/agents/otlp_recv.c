@@ -228,6 +228,18 @@ fl_status fl_otlp_src_collect(fl_otlp_src *s, const fl_case *c, fl_trace *t, fl_
     return st;
 }
 
+fl_status fl_otlp_src_run(fl_otlp_src *s, fl_target *t, const fl_case *c, fl_rng *r,
+                          fl_trace *tr, fl_err *e) {
+    if (!s) return fl_target_run(t, c, tr, e);
+    fl_case *cc = fl_case_copy(c);
+    if (!cc) return fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    fl_case_new_trace(cc, r);
+    fl_status st = fl_target_run(t, cc, tr, e);
+    if (!st) st = fl_otlp_src_collect(s, cc, tr, e);
+    fl_case_free(cc);
+    return st;
+}
+
 void fl_otlp_src_stats_get(fl_otlp_src *s, fl_otlp_src_stats *out) {
     memset(out, 0, sizeof *out);
     if (!s) return;

@@ -112,14 +112,19 @@ fl_status fl_replay_run(const char *path, const fl_replay_opts *o, fl_replay_res
     rcase *rc = NULL;
     fl_findings f = {0};
     double t0 = fl_now();
+    fl_otlp_src *os = NULL; /* --otlp-listen / --otlp-file */
+    fl_otlp_src_opts so = {o->otlp_listen, o->otlp_file, o->otlp_grace_ms};
+    fl_rng trace_rng; /* new trace ids: a saved case's own was collected when it was found */
+    fl_rng_seed(&trace_rng, (uint64_t)(t0 * 1e9));
     fl_status st = tr ? saved_case_list(path, &paths, &n, e) : fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    if (!st) st = fl_otlp_src_new(&so, &os, e);
     if (!st && n && !(rc = calloc((size_t)n, sizeof *rc))) st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
     if (!st && n) st = saved_target(o->argv, o->http, o->timeout_ms, o->fresh, o->mem_limit_mb, &t, e);
     for (int i = 0; !st && i < n; i++) {
         saved_case sc;
         if ((st = saved_case_load(paths[i], &sc, e))) break;
         if ((st = saved_spec(o->spec_path, sc.spec, &spec, &loaded, e)) ||
-            (st = fl_target_run(t, sc.c, tr, e))) {
+            (st = fl_otlp_src_run(os, t, sc.c, &trace_rng, tr, e))) {
             saved_case_free(&sc);
             break;
         }
@@ -154,6 +159,7 @@ fl_status fl_replay_run(const char *path, const fl_replay_opts *o, fl_replay_res
     if (!st && o->junit_path) st = write_junit(o->junit_path, rc, r->n_cases, r, fl_now() - t0, e);
     fl_findings_free(&f);
     fl_target_free(t);
+    fl_otlp_src_free(os);
     fl_trace_free(tr);
     fl_spec_free(spec);
     free(loaded);

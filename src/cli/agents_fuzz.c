@@ -124,7 +124,7 @@ static void command_line(const cli_opts *o, uint64_t seed, char *buf, size_t n) 
     if (o->mem_limit) ADD(" -m %lld", (long long)o->mem_limit);
     if (o->set[F_otlp_listen]) ADD(" --otlp-listen %s", o->otlp_listen);
     if (o->set[F_otlp_file]) ADD(" --otlp-file %s", o->otlp_file);
-    if (o->set[F_otlp_grace]) ADD(" --otlp-grace %lld", (long long)o->otlp_grace);
+    if (o->given[F_otlp_grace]) ADD(" --otlp-grace %lld", (long long)o->otlp_grace);
     if (o->set[F_llm_url]) { /* never the key: it is not a flag (docs/agents-llm.md) */
         ADD(" --llm %s --llm-model %s --llm-max-calls %lld", o->llm_url, o->llm_model,
             (long long)o->llm_max_calls);

@@ -152,22 +152,23 @@ static void rp_free(rp_data *d) {
     free(d->find);
 }
 
+const char *const rp_summary[RP_SUMMARY_ROWS][2] = {
+    {"target", "target"}, {"command line", "command_line"}, {"seed", "seed"},
+    {"power schedule", "schedule"}, {"spec", "spec"}, {"run time (s)", "run_time"},
+    {"executions", "execs_done"}, {"executions / s", "execs_per_sec"},
+    {"corpus (entries)", "corpus_count"}, {"coverage features", "features"},
+    {"inter-agent edges covered", "edges_found"}, {"allowed edges", "edges_allowed"},
+    {"inter-agent coverage", "inter_agent_cov"}, {"intra-agent coverage", "intra_agent_cov"},
+    {"distinct findings", "saved_findings"}, {"cases that timed out", "total_hangs"},
+    {"cases that crashed", "total_crashes"}};
+
 /* ---- Markdown --------------------------------------------------------------------------------- */
 static void write_md(const rp_data *d, rp_buf *b) {
     rp_printf(b, "# flare agents: campaign report\n\n");
     rp_printf(b, "| | |\n|---|---|\n");
-    static const char *const rows[][2] = {
-        {"target", "target"}, {"command line", "command_line"}, {"seed", "seed"},
-        {"power schedule", "schedule"}, {"spec", "spec"}, {"run time (s)", "run_time"},
-        {"executions", "execs_done"}, {"executions / s", "execs_per_sec"},
-        {"corpus (entries)", "corpus_count"}, {"coverage features", "features"},
-        {"inter-agent edges covered", "edges_found"}, {"allowed edges", "edges_allowed"},
-        {"inter-agent coverage", "inter_agent_cov"}, {"intra-agent coverage", "intra_agent_cov"},
-        {"distinct findings", "saved_findings"}, {"cases that timed out", "total_hangs"},
-        {"cases that crashed", "total_crashes"}};
-    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
-        rp_printf(b, "| %s | ", rows[i][0]);
-        md_cell(b, rp_stat(d, rows[i][1]));
+    for (size_t i = 0; i < RP_SUMMARY_ROWS; i++) {
+        rp_printf(b, "| %s | ", rp_summary[i][0]);
+        md_cell(b, rp_stat(d, rp_summary[i][1]));
         rp_printf(b, " |\n");
     }
     for (int i = 0; i < d->stats.n; i++)

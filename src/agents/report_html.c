@@ -94,18 +94,9 @@ fl_status rp_write_html(const rp_data *d, rp_buf *b) {
               ".yl{font-size:11px;text-anchor:end}.xl{font-size:11px;text-anchor:middle}\n"
               ".lg{font-size:12px;text-anchor:end}\n</style></head><body>\n"
               "<h1>flare agents: campaign report</h1>\n<table>\n");
-    static const char *const rows[][2] = {
-        {"target", "target"}, {"command line", "command_line"}, {"seed", "seed"},
-        {"power schedule", "schedule"}, {"spec", "spec"}, {"run time (s)", "run_time"},
-        {"executions", "execs_done"}, {"executions / s", "execs_per_sec"},
-        {"corpus (entries)", "corpus_count"}, {"coverage features", "features"},
-        {"inter-agent edges covered", "edges_found"}, {"allowed edges", "edges_allowed"},
-        {"inter-agent coverage", "inter_agent_cov"}, {"intra-agent coverage", "intra_agent_cov"},
-        {"distinct findings", "saved_findings"}, {"cases that timed out", "total_hangs"},
-        {"cases that crashed", "total_crashes"}};
-    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
-        rp_printf(b, "<tr><th>%s</th><td>", rows[i][0]);
-        rp_html(b, rp_stat(d, rows[i][1]));
+    for (size_t i = 0; i < RP_SUMMARY_ROWS; i++) {
+        rp_printf(b, "<tr><th>%s</th><td>", rp_summary[i][0]);
+        rp_html(b, rp_stat(d, rp_summary[i][1]));
         rp_printf(b, "</td></tr>\n");
     }
     for (int i = 0; i < d->stats.n; i++)

@@ -33,6 +33,9 @@ typedef struct rp_buf {
 void rp_printf(rp_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void rp_html(rp_buf *b, const char *s); /* s escaped for HTML text and attributes */
 const char *rp_stat(const rp_data *d, const char *key); /* "" when missing */
+/* The summary table both reports open with: {label, fuzzer_stats key} */
+enum { RP_SUMMARY_ROWS = 17 };
+extern const char *const rp_summary[RP_SUMMARY_ROWS][2];
 
 fl_status rp_write_html(const rp_data *d, rp_buf *b);
 

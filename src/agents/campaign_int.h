@@ -8,6 +8,15 @@
 
 #include "flare/campaign.h"
 
+/* ---- a growable list of paths (campaign_seeds.c): seed files, saved cases ----------------------- */
+typedef struct camp_paths {
+    char **v;
+    int n, cap;
+} camp_paths;
+int camp_paths_add(camp_paths *l, const char *p); /* copies p; -1 when out of memory */
+void camp_paths_free(camp_paths *l);
+void camp_paths_sort(camp_paths *l);              /* strcmp order */
+
 /* ---- output folder (outdir.c) ---------------------------------------------------------------- */
 /* mkdir -p. */
 fl_status od_mkdirs(const char *path, fl_err *e);

@@ -58,27 +58,12 @@ void saved_case_free(saved_case *s) {
     memset(s, 0, sizeof *s);
 }
 
-typedef struct plist {
-    char **v;
-    int n, cap;
-} plist;
-
-static int plist_add(plist *l, const char *p) {
-    if (l->n == l->cap) {
-        int cap = l->cap ? 2 * l->cap : 32;
-        char **v = realloc(l->v, (size_t)cap * sizeof *v);
-        if (!v) return -1;
-        l->v = v, l->cap = cap;
-    }
-    return (l->v[l->n] = strdup(p)) ? (l->n++, 0) : -1;
-}
-
 static int ends_with(const char *s, const char *suf) {
     size_t a = strlen(s), b = strlen(suf);
     return a >= b && !strcmp(s + a - b, suf);
 }
 
-static fl_status walk(const char *dir, plist *l, int depth, fl_err *e) {
+static fl_status walk(const char *dir, camp_paths *l, int depth, fl_err *e) {
     if (depth > 16) return FL_OK; /* symlink loops */
     DIR *d = opendir(dir);
     if (!d) return fl_fail(e, FL_ERR_IO, "%s: cannot open folder: %s", dir, strerror(errno));
@@ -94,15 +79,11 @@ static fl_status walk(const char *dir, plist *l, int depth, fl_err *e) {
         if (S_ISDIR(sb.st_mode) && strcmp(de->d_name, "queue") && strcmp(de->d_name, "logs"))
             st = walk(p, l, depth + 1, e);
         else if (S_ISREG(sb.st_mode) && ends_with(de->d_name, ".json") &&
-                 !ends_with(de->d_name, ".min.json") && plist_add(l, p) < 0)
+                 !ends_with(de->d_name, ".min.json") && camp_paths_add(l, p) < 0)
             st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
     }
     closedir(d);
     return st;
-}
-
-static int cmp_str(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 fl_status saved_case_list(const char *path, char ***paths, int *n, fl_err *e) {
@@ -110,15 +91,15 @@ fl_status saved_case_list(const char *path, char ***paths, int *n, fl_err *e) {
     *n = 0;
     struct stat sb;
     if (stat(path, &sb) != 0) return fl_fail(e, FL_ERR_NOTFOUND, "%s: %s", path, strerror(errno));
-    plist l = {0};
+    camp_paths l = {0};
     fl_status st = FL_OK;
     if (S_ISDIR(sb.st_mode)) st = walk(path, &l, 0, e);
-    else if (plist_add(&l, path) < 0) st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    else if (camp_paths_add(&l, path) < 0) st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
     if (st) {
         saved_case_list_free(l.v, l.n);
         return st;
     }
-    if (l.n > 1) qsort(l.v, (size_t)l.n, sizeof *l.v, cmp_str);
+    camp_paths_sort(&l);
     *paths = l.v;
     *n = l.n;
     return FL_OK;

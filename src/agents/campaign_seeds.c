@@ -15,12 +15,7 @@
 
 enum { MAX_SEED_BYTES = 1 << 20 };
 
-typedef struct flist {
-    char **v;
-    int n, cap;
-} flist;
-
-static int flist_add(flist *l, const char *p) {
+int camp_paths_add(camp_paths *l, const char *p) {
     if (l->n == l->cap) {
         int cap = l->cap ? 2 * l->cap : 32;
         char **v = realloc(l->v, (size_t)cap * sizeof *v);
@@ -30,7 +25,7 @@ static int flist_add(flist *l, const char *p) {
     return (l->v[l->n] = strdup(p)) ? (l->n++, 0) : -1;
 }
 
-static void flist_free(flist *l) {
+void camp_paths_free(camp_paths *l) {
     for (int i = 0; i < l->n; i++) free(l->v[i]);
     free(l->v);
 }
@@ -39,9 +34,13 @@ static int cmp_str(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+void camp_paths_sort(camp_paths *l) {
+    if (l->n > 1) qsort(l->v, (size_t)l->n, sizeof *l->v, cmp_str);
+}
+
 /* Regular files under dir, hidden ones skipped, sorted; with levels > 0 also those in
  * sub-folders that deep (AFL++ reads -i recursively). */
-static fl_status list_files(const char *dir, flist *l, int levels, fl_err *e) {
+static fl_status list_files(const char *dir, camp_paths *l, int levels, fl_err *e) {
     DIR *d = opendir(dir);
     if (!d) return fl_fail(e, FL_ERR_IO, "%s: cannot open folder: %s", dir, strerror(errno));
     struct dirent *de;
@@ -53,11 +52,11 @@ static fl_status list_files(const char *dir, flist *l, int levels, fl_err *e) {
         struct stat sb;
         if (stat(p, &sb) != 0) continue;
         if (S_ISDIR(sb.st_mode) && levels > 0) st = list_files(p, l, levels - 1, e);
-        else if (S_ISREG(sb.st_mode) && flist_add(l, p) < 0)
+        else if (S_ISREG(sb.st_mode) && camp_paths_add(l, p) < 0)
             st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
     }
     closedir(d);
-    if (!st && l->n > 1) qsort(l->v, (size_t)l->n, sizeof *l->v, cmp_str);
+    if (!st) camp_paths_sort(l);
     return st;
 }
 
@@ -96,7 +95,7 @@ static fl_status read_case(const char *path, fl_case **c, fl_err *e) {
 }
 
 static fl_status load_seeds(camp *cp, fl_target *t, fl_trace *tr, fl_rng *trace_rng, fl_err *e) {
-    flist l = {0};
+    camp_paths l = {0};
     fl_status st = list_files(cp->o->in_dir, &l, 8, e);
     if (!st && l.n == 0)
         st = fl_fail(e, FL_ERR_NOTFOUND, "%s: no seed files (text files with one instruction "
@@ -115,7 +114,7 @@ static fl_status load_seeds(camp *cp, fl_target *t, fl_trace *tr, fl_rng *trace_
     }
     for (int i = 0; cs && i < l.n; i++) fl_case_free(cs[i]);
     free(cs);
-    flist_free(&l);
+    camp_paths_free(&l);
     return st;
 }
 
@@ -172,9 +171,9 @@ static fl_status resume(camp *cp, fl_target *t, fl_trace *tr, fl_rng *trace_rng,
         od_kv_free(&kv);
     }
     if ((st = load_findings(cp, e))) return st;
-    flist l = {0};
+    camp_paths l = {0};
     if ((st = od_path(p, sizeof p, cp->o->out_dir, "queue", e)) || (st = list_files(p, &l, 0, e)))
-        return flist_free(&l), st;
+        return camp_paths_free(&l), st;
     for (int i = 0; !st && i < l.n; i++) {
         const char *base = strrchr(l.v[i], '/') + 1, *src = strstr(base, ",src:");
         if (strncmp(base, "id:", 3)) continue; /* not a queue entry */
@@ -182,7 +181,7 @@ static fl_status resume(camp *cp, fl_target *t, fl_trace *tr, fl_rng *trace_rng,
         if ((st = read_case(l.v[i], &c, e))) break;
         st = run_entry(cp, t, tr, trace_rng, c, base, src ? atoi(src + 5) : -1, 0, e);
     }
-    flist_free(&l);
+    camp_paths_free(&l);
     return st;
 }
 

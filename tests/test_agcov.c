@@ -357,6 +357,37 @@ static const char *spec_text =
     " \"edges\": [[\"Master\", \"Worker\"], [\"Worker\", \"Master\"], [\"Master\", \"Checker\"], [\"Checker\", \"Master\"],"
     "           [\"Master\", \"output\"]]}";
 
+/* An external embedder (what --llm-embed plugs in): outputs mentioning "cat" land on one axis,
+ * "dog" on another; anything else falls back to the built-in n-grams. */
+static int embed_calls;
+static int fake_embed(void *user, const char *text, float **v, int *n) {
+    (void)user;
+    embed_calls++;
+    if (!strstr(text, "cat") && !strstr(text, "dog")) return -1;
+    *n = 700; /* longer than embed_dim: folded */
+    *v = calloc(700, sizeof(float));
+    (*v)[strstr(text, "cat") ? 3 : 600] = 2.0f;
+    return 0;
+}
+
+static void test_external_embedder(void **state) {
+    (void)state;
+    fl_agcov *c = cov_new(NULL, 1u << FL_AGF_CLUSTER);
+    fl_agcov_set_embedder(c, fake_embed, NULL);
+    /* wholly different words, one cluster: the embedder says they are the same */
+    assert_int_equal(feed(c, "o a cat sat on the mat; d"), 2);
+    assert_int_equal(feed(c, "o cats are everywhere today, said nobody; d"), 0);
+    assert_int_equal(feed(c, "o my dog; d"), 2);
+    /* the embedder declines: the built-in embedding decides */
+    assert_int_equal(feed(c, "o The result of 3 * 4 is 12.; d"), 2);
+    assert_int_equal(feed(c, "o The result of 17 + 5 is 22.; d"), 0);
+    fl_agcov_report r;
+    fl_agcov_report_get(c, &r);
+    assert_int_equal(r.clusters, 3);
+    assert_true(embed_calls >= 5);
+    fl_agcov_free(c);
+}
+
 static void test_spec_coverage(void **state) {
     (void)state;
     fl_spec *s;
@@ -455,7 +486,7 @@ int main(void) {
         cmocka_unit_test(test_tools_branches), cmocka_unit_test(test_paths_errors_turns),
         cmocka_unit_test(test_embedding),    cmocka_unit_test(test_clusters),
         cmocka_unit_test(test_spec_coverage), cmocka_unit_test(test_features_list),
-        cmocka_unit_test(test_opts),
+        cmocka_unit_test(test_opts),         cmocka_unit_test(test_external_embedder),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -435,6 +435,9 @@ static void test_judge(void **st) {
 /* The stub as a model: verdicts for the judge (its system prompt names is_anomaly), else
  * instructions that reach the target's math and search routes and the Checker. */
 static char *model(const char *body) {
+    if (strstr(body, "\"input\"")) /* /v1/embeddings: a vector that depends on the text */
+        return strdup(strlen(body) % 2 ? "{\"data\":[{\"embedding\":[1,0,0.5]}]}"
+                                       : "{\"data\":[{\"embedding\":[0,1,0.5]}]}");
     if (strstr(body, "is_anomaly"))
         return stub_chat_body(strstr(body, "Checker") ? V(true, 0.9, "\"deadlock\"") : V(false, 0.9, ""), 40);
     return stub_chat_body("{\"instructions\":[\"please do math\",[\"search cats\",\"please please\"]]}", 40);
@@ -450,6 +453,8 @@ static int count_files(const char *dir, const char *needle) {
     return n;
 }
 
+static int embed_on; /* campaign(): --llm-embed */
+
 static void campaign(const char *out, const char *url, const char *cache, int64_t max_calls,
                      const char *tgt, const char *seeds, double share, int plateau) {
     char *argv[] = {(char *)tgt, NULL};
@@ -458,7 +463,7 @@ static void campaign(const char *out, const char *url, const char *cache, int64_
     o.in_dir = seeds, o.out_dir = out, o.argv = argv, o.max_execs = 30, o.seed = 3;
     o.timeout_ms = 3000, o.write_report = 0;
     o.llm_url = url, o.llm_model = "stub", o.llm_cache = cache, o.llm_max_calls = max_calls;
-    o.gen_share = share, o.gen_plateau = plateau, o.judge = 1;
+    o.gen_share = share, o.gen_plateau = plateau, o.judge = 1, o.llm_embed = embed_on;
     fl_campaign_result r;
     fl_err e = {0};
     if (fl_campaign_run(&o, &r, &e)) fail_msg("campaign: %s", e.msg);
@@ -522,6 +527,16 @@ static void test_campaign(void **st) {
     assert_true(stub_count(s) > before);
     snprintf(p, sizeof p, "%s/queue", out);
     assert_true(count_files(p, ",op:llm") >= 1);
+
+    /* --llm-embed: the final outputs are clustered through the server's /v1/embeddings */
+    snprintf(out, sizeof out, "%s/out5", tmpdir);
+    before = stub_count(s);
+    embed_on = 1;
+    campaign(out, s->url, NULL, 100, tgt, seeds, 0, 0);
+    embed_on = 0;
+    int embeds = 0;
+    for (int i = before; i < stub_count(s); i++) embeds += strstr(s->req_path[i], "/v1/embeddings") != NULL;
+    assert_true(embeds >= 1);
 
     /* the key is nowhere on disk */
     assert_false(tree_contains(tmpdir, KEY));

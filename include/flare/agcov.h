@@ -80,6 +80,14 @@ int fl_agcov_check(const fl_agcov *c, const fl_trace *t, int *n_new);
 /* The same, and adds t's features (and its output's cluster) to c. */
 int fl_agcov_commit(fl_agcov *c, const fl_trace *t, int *n_new);
 
+/* An external embedding for the output clustering (e.g. an OpenAI-compatible /v1/embeddings,
+ * llm.h) instead of the built-in n-grams: fills *v (malloc'd, freed by the caller) with *n
+ * floats and returns 0, or returns -1 to use the built-in embedding for that output. Vectors
+ * are folded into embed_dim dimensions and normalised. Set it before the first commit: a
+ * cluster set does not mix well with vectors of another embedding. */
+typedef int (*fl_agcov_embedder)(void *user, const char *text, float **v, int *n);
+void fl_agcov_set_embedder(fl_agcov *c, fl_agcov_embedder fn, void *user);
+
 typedef struct fl_agcov_report {
     int64_t cases;              /* traces committed */
     int features;               /* distinct map entries seen */

@@ -121,6 +121,7 @@ typedef struct fl_campaign_opts {
     int64_t llm_max_calls, llm_max_tokens;       /* budget; 0: no limit */
     double llm_temperature;  /* default 0.7 */
     int llm_timeout_ms;      /* per request; 0: the client's default */
+    int llm_embed;           /* cluster outputs with the server's /v1/embeddings */
     int gen_plateau;         /* ask the generator after this many execs without a new feature */
     double gen_share;        /* share of executions that use a generated input */
     int gen_batch;           /* instructions per generator request (default 4) */

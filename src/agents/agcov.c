@@ -8,6 +8,7 @@
  * the virgin map is new coverage, exactly as afl-fuzz's has_new_bits.
  */
 #include <stdarg.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,12 +29,47 @@ struct fl_agcov {
     uint8_t **item_seen; /* [spec->n_agents][agent n_items] */
     int *items_seen;     /* [spec->n_agents] */
     uint8_t virgin[FL_AGCOV_MAP_SIZE];
+    fl_agcov_embedder embed; /* external output embedding, or NULL: the built-in n-grams */
+    void *embed_user;
 };
 
 static const char *const kind_names[FL_AGF_COUNT_] = {"edge",  "tool",  "branch", "tool2",  "tool3",
                                                       "path3", "error", "turns",  "cluster"};
 
 const char *fl_agfeat_name(fl_agfeat_kind k) { return k < FL_AGF_COUNT_ ? kind_names[k] : "?"; }
+
+/* The final output's embedding in v[embed_dim], L2-normalised; 0 when there is nothing to
+ * embed (blank output). An external embedder's vector is folded into embed_dim dimensions
+ * (v[i % dim] += x[i], the hashing trick, which keeps inner products on average). */
+static int embed_output(const fl_agcov *c, const char *text, float *v) {
+    size_t len = text ? strlen(text) : 0;
+    int dim = c->o.embed_dim;
+    if (c->embed && len > 0) {
+        float *x = NULL;
+        int n = 0;
+        if (c->embed(c->embed_user, text, &x, &n) == 0 && n > 0) {
+            double norm = 0;
+            for (int i = 0; i < dim; i++) v[i] = 0;
+            for (int i = 0; i < n; i++) v[i % dim] += x[i];
+            for (int i = 0; i < dim; i++) norm += (double)v[i] * v[i];
+            free(x);
+            if (norm > 0) {
+                float s = (float)(1.0 / sqrt(norm));
+                for (int i = 0; i < dim; i++) v[i] *= s;
+                return 1;
+            }
+        } else {
+            free(x);
+        }
+    }
+    return fl_embed_text(text, len, c->o.embed_ngram, v, dim);
+}
+
+void fl_agcov_set_embedder(fl_agcov *c, fl_agcov_embedder fn, void *user) {
+    c->embed = fn;
+    c->embed_user = user;
+}
+
 
 uint8_t fl_agcov_bucket(uint64_t n) {
     if (n <= 2) return (uint8_t)n;
@@ -265,7 +301,7 @@ static void walk_trace(walk *w, const fl_trace *t) {
     int id = w->cluster_id; /* known when committing */
     if (id < 0) {
         float v[MAX_DIM];
-        if (fl_embed_text(text, text ? strlen(text) : 0, w->c->o.embed_ngram, v, w->c->o.embed_dim) == 0) {
+        if (embed_output(w->c, text, v) == 0) {
             emit(w, FL_AGF_CLUSTER, hs("cluster", "empty", ""), 0, "cluster empty (blank output)");
             return;
         }
@@ -383,7 +419,7 @@ int fl_agcov_commit(fl_agcov *c, const fl_trace *t, int *n_new) {
     if (o >= 0) {
         float v[MAX_DIM];
         const char *text = t->events[o].content;
-        if (fl_embed_text(text, text ? strlen(text) : 0, c->o.embed_ngram, v, c->o.embed_dim) > 0) {
+        if (embed_output(c, text, v) > 0) {
             int before = fl_clusters_count(c->cl);
             w.cluster_id = fl_clusters_assign(c->cl, v);
             if (w.cluster_id == -2) return -1;

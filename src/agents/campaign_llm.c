@@ -31,6 +31,14 @@ struct camp_llm {
     int said_fail;
 };
 
+/* --llm-embed: output clusters from the server's /v1/embeddings (fl_agcov_embedder). A failed
+ * request (or an exhausted budget) falls back to the built-in embedding for that output. */
+static int llm_embed_output(void *user, const char *text, float **v, int *n) {
+    camp_llm *L = user;
+    fl_err e = {0};
+    return fl_llm_embed(L->llm, text, v, n, &e) == FL_OK ? 0 : -1;
+}
+
 fl_status camp_llm_start(camp *cp, fl_err *e) {
     const fl_campaign_opts *o = cp->o;
     if (!o->llm_url) {
@@ -54,6 +62,7 @@ fl_status camp_llm_start(camp *cp, fl_err *e) {
     if (st) return free(L), st;
     cp->llm = L;
     cp->st.llm_on = 1;
+    if (o->llm_embed) fl_agcov_set_embedder(cp->cov, llm_embed_output, L);
     return FL_OK;
 }
 

@@ -132,6 +132,7 @@ static void command_line(const cli_opts *o, uint64_t seed, char *buf, size_t n) 
         if (o->set[F_llm_cache]) ADD(" --llm-cache %s", o->llm_cache);
         ADD(" --llm-temperature %g --gen-plateau %lld --gen-share %g", o->llm_temperature,
             (long long)o->gen_plateau, o->gen_share);
+        if (o->llm_embed) ADD(" --llm-embed");
         if (o->judge) ADD(" --judge --judge-threshold %g --judge-votes %lld", o->judge_threshold,
                           (long long)o->judge_votes);
     }
@@ -180,6 +181,7 @@ int cmd_agents_fuzz(const cli_opts *o) {
     co.llm_temperature = o->llm_temperature;
     co.gen_plateau = (int)o->gen_plateau, co.gen_share = o->gen_share;
     co.judge = o->judge, co.judge_threshold = o->judge_threshold, co.judge_votes = (int)o->judge_votes;
+    co.llm_embed = o->llm_embed;
     co.otlp_listen = o->set[F_otlp_listen] ? o->otlp_listen : NULL;
     co.otlp_file = o->set[F_otlp_file] ? o->otlp_file : NULL;
     co.otlp_grace_ms = (int)o->otlp_grace;

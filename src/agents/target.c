@@ -234,14 +234,24 @@ static int stop(fl_target *t, int term, double wait_first_ms, int *sent) {
     int status = 0;
     *sent = 0;
     if (!t->pid) return 0;
-    close_fd(&t->fd_in);
-    if (!wait_exit(t->pid, wait_first_ms)) {
-        if (term) {
-            kill(-t->pid, SIGTERM);
-            *sent = SIGTERM;
-            if (!wait_exit(t->pid, t->o.kill_grace_ms)) *sent = SIGKILL;
-        } else {
-            *sent = SIGKILL;
+    if (term && wait_first_ms <= 0) {
+        /* An aborted case (hang, byte cap, restart): signal before closing stdin, or a target
+         * that exits at the end of its input could win the race and look as if it had ended
+         * by itself. */
+        kill(-t->pid, SIGTERM);
+        *sent = SIGTERM;
+        close_fd(&t->fd_in);
+        if (!wait_exit(t->pid, t->o.kill_grace_ms)) *sent = SIGKILL;
+    } else {
+        close_fd(&t->fd_in);
+        if (!wait_exit(t->pid, wait_first_ms)) {
+            if (term) {
+                kill(-t->pid, SIGTERM);
+                *sent = SIGTERM;
+                if (!wait_exit(t->pid, t->o.kill_grace_ms)) *sent = SIGKILL;
+            } else {
+                *sent = SIGKILL;
+            }
         }
     }
     kill(-t->pid, SIGKILL); /* stragglers of the group; the zombie leader keeps its id */

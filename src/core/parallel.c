@@ -11,6 +11,7 @@
  * depends only on n and the thread count, and reductions over per-thread partial results are
  * summed in thread order by the caller. Same seed + same thread count -> same bits. */
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "flare/flare.h"
 
@@ -20,8 +21,8 @@ static struct {
     pthread_mutex_t mu;
     pthread_cond_t start, done;
     int n_workers;       /* threads started (T - 1; the caller is thread 0) */
-    uint64_t generation; /* bumped per job */
-    int pending;         /* workers still running the current job */
+    _Atomic uint64_t generation; /* bumped per job (under mu, so sleepers never miss it) */
+    _Atomic int pending; /* workers still running the current job */
     fl_range_fn fn;
     void *ctx;
     int64_t n;
@@ -37,22 +38,37 @@ static void run_range(fl_range_fn fn, void *ctx, int64_t n, int T, int t) {
     if (lo < hi) fn(ctx, lo, hi, t);
 }
 
+/* Jobs come in bursts (one per op of a forward or backward pass, microseconds apart), so a
+ * thread spins briefly before it sleeps: waking a sleeping thread costs more than most ranges
+ * take. SPIN iterations of a pause instruction are a few tens of microseconds. */
+enum { SPIN = 4000 };
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
 static void *worker(void *arg) {
     int t = (int)(intptr_t)arg;
     uint64_t seen = 0;
     in_parallel = 1;
-    pthread_mutex_lock(&pool.mu);
     for (;;) {
-        while (pool.generation == seen) pthread_cond_wait(&pool.start, &pool.mu);
-        seen = pool.generation;
+        for (int i = 0; i < SPIN && atomic_load(&pool.generation) == seen; i++) cpu_relax();
+        pthread_mutex_lock(&pool.mu);
+        while (atomic_load(&pool.generation) == seen) pthread_cond_wait(&pool.start, &pool.mu);
+        seen = atomic_load(&pool.generation);
         fl_range_fn fn = pool.fn;
         void *ctx = pool.ctx;
         int64_t n = pool.n;
         int T = pool.T;
         pthread_mutex_unlock(&pool.mu);
         if (t < T) run_range(fn, ctx, n, T, t);
-        pthread_mutex_lock(&pool.mu);
-        if (--pool.pending == 0) pthread_cond_signal(&pool.done);
+        if (atomic_fetch_sub(&pool.pending, 1) == 1) {
+            pthread_mutex_lock(&pool.mu); /* the caller may be asleep on done */
+            pthread_cond_signal(&pool.done);
+            pthread_mutex_unlock(&pool.mu);
+        }
     }
     return NULL;
 }
@@ -85,8 +101,8 @@ void fl_parallel_for(int64_t n, fl_range_fn fn, void *ctx) {
     pool.ctx = ctx;
     pool.n = n;
     pool.T = T;
-    pool.pending = pool.n_workers;
-    pool.generation++;
+    atomic_store(&pool.pending, pool.n_workers);
+    atomic_fetch_add(&pool.generation, 1);
     pthread_cond_broadcast(&pool.start);
     pthread_mutex_unlock(&pool.mu);
 
@@ -94,8 +110,9 @@ void fl_parallel_for(int64_t n, fl_range_fn fn, void *ctx) {
     run_range(fn, ctx, n, T, 0);
     in_parallel = 0;
 
+    for (int i = 0; i < SPIN && atomic_load(&pool.pending) > 0; i++) cpu_relax();
     pthread_mutex_lock(&pool.mu);
-    while (pool.pending > 0) pthread_cond_wait(&pool.done, &pool.mu);
+    while (atomic_load(&pool.pending) > 0) pthread_cond_wait(&pool.done, &pool.mu);
     pthread_mutex_unlock(&pool.mu);
 }
 

@@ -79,9 +79,10 @@ typedef struct fl_lowered {
  * n / threads images so that every thread gets work. */
 extern size_t fl_conv_cols_budget;
 
-/* (Re)plan for a batch of n images: allocates cols/mat (planning time, never in a pass). */
+/* (Re)plan for a batch of n images: allocates cols/mat (planning time, never in a pass).
+ * training: plan for forward + backward (see the chunk size in op_conv.c). */
 fl_status fl_lowered_plan(fl_lowered *L, const fl_node *node, int n, int ci, int zc, int group,
-                          const fl_conv2d_geom *g, fl_err *e);
+                          const fl_conv2d_geom *g, int training, fl_err *e);
 void fl_lowered_free(fl_lowered *L);
 /* Z = W·im2col(I), or Z += when accumulate. Leaves each thread's last chunk in its cols. */
 void fl_lowered_forward(fl_lowered *L, const float *W, const float *I, float *Z, int accumulate);

@@ -110,7 +110,8 @@ static fl_status convt_shape(fl_model *m, fl_node *n, fl_err *e) {
     };
     int64_t out[4] = {x->shape[0], mo, oh, ow};
     fl_node_set_out_shape(m, n, 0, 4, out);
-    return fl_lowered_plan(&s->L, n, (int)x->shape[0], (int)mo, (int)c, s->group, &geo, e);
+    return fl_lowered_plan(&s->L, n, (int)x->shape[0], (int)mo, (int)c, s->group, &geo,
+                           m->training, e);
 }
 
 static void convt_forward(fl_model *m, fl_node *n) {

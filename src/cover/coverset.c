@@ -5,7 +5,7 @@
  * once (for LeNet-5's "all" layer set, ~10 500 floats per input), so it is written to
  * vectorise: eight independent float accumulators per channel (SSE2 without -ffast-math
  * cannot reassociate one accumulator), summed into a double at the end. Channel means
- * therefore differ from fl_layerset_neurons (one double accumulator) in the last bits; the
+ * therefore differ from fl_layerset_neurons (four double accumulators) in the last bits; the
  * profile is computed through this same view, so profile bounds and coverage agree. */
 #include <math.h>
 #include <stdlib.h>

@@ -650,25 +650,6 @@ static void test_profile_file(void **state) {
 
 
 /* ---- the commands (the binary is $FLARE_BIN, build/flare by default) ----------------------- */
-/* Run a command line (stderr merged); return the exit status and the output in *out. */
-static int sh(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int sh(char **out, const char *fmt, ...) {
-    char cmd[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd - 8, fmt, ap);
-    va_end(ap);
-    strcat(cmd, " 2>&1");
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t cap = 1 << 16, len = 0, got;
-    char *buf = malloc(cap);
-    while ((got = fread(buf + len, 1, cap - 1 - len, p)) > 0) len += got;
-    buf[len] = 0;
-    int st = pclose(p);
-    *out = buf;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
 
 static void expect(int rc, char *out, int want, const char *needle) {
     if (rc != want || (needle && !strstr(out, needle)))
@@ -682,7 +663,7 @@ static void test_commands(void **state) {
     if (access(getenv("FLARE_BIN"), X_OK) != 0) skip();
     char *out;
     const char *prof = tmp("cli.bin");
-    int rc = sh(&out, "\"$FLARE_BIN\" nn profile -m %slenet1.onnx -d fashion-mnist:test -n 200 -b 64 -o %s",
+    int rc = tu_sh(&out, "\"$FLARE_BIN\" nn profile -m %slenet1.onnx -d fashion-mnist:test -n 200 -b 64 -o %s",
                 FIX, prof);
     expect(rc, out, 0, "profiled 58 neurons in 7 layers over 200 inputs");
     fl_err e = {0};
@@ -693,7 +674,7 @@ static void test_commands(void **state) {
 
     /* --json agrees with the library on the same data */
     const char *spec = "nc:0.75:deepxplore,kmnc:100,nbc:0.5,tknc:1,tknp:2";
-    rc = sh(&out, "\"$FLARE_BIN\" nn cover -q -m %slenet1.onnx -p %s -n 300 -c %s --json", FIX, prof, spec);
+    rc = tu_sh(&out, "\"$FLARE_BIN\" nn cover -q -m %slenet1.onnx -p %s -n 300 -c %s --json", FIX, prof, spec);
     if (rc != 0) fail_msg("nn cover: %s", out);
     cJSON *j = cJSON_Parse(out);
     free(out);
@@ -722,21 +703,21 @@ static void test_commands(void **state) {
     fl_profile_free(p);
 
     /* tables */
-    rc = sh(&out, "\"$FLARE_BIN\" nn cover -q -m %slenet1.onnx -p %s -n 50 -c tknc,tknp", FIX, prof);
+    rc = tu_sh(&out, "\"$FLARE_BIN\" nn cover -q -m %slenet1.onnx -p %s -n 50 -c tknc,tknp", FIX, prof);
     expect(rc, out, 0, "tknc per layer");
     /* usage errors (2) and runtime failures (1) */
-    rc = sh(&out, "\"$FLARE_BIN\" nn cover -m %slenet1.onnx -n 10 -c nc,foo", FIX);
+    rc = tu_sh(&out, "\"$FLARE_BIN\" nn cover -m %slenet1.onnx -n 10 -c nc,foo", FIX);
     expect(rc, out, 2, "--criteria: unknown coverage criterion 'foo'");
-    rc = sh(&out, "\"$FLARE_BIN\" nn cover -m %slenet1.onnx -n 10 -c kmnc:10", FIX);
+    rc = tu_sh(&out, "\"$FLARE_BIN\" nn cover -m %slenet1.onnx -n 10 -c kmnc:10", FIX);
     expect(rc, out, 2, "needs a training profile");
-    rc = sh(&out, "\"$FLARE_BIN\" nn cover -m %slenet1.onnx -n 10 -l nosuch", FIX);
+    rc = tu_sh(&out, "\"$FLARE_BIN\" nn cover -m %slenet1.onnx -n 10 -l nosuch", FIX);
     expect(rc, out, 2, "--layers nosuch");
-    rc = sh(&out, "\"$FLARE_BIN\" nn cover -m %slenet1.onnx -p %s -n 10 -l conv+dense", FIX, prof);
+    rc = tu_sh(&out, "\"$FLARE_BIN\" nn cover -m %slenet1.onnx -p %s -n 10 -l conv+dense", FIX, prof);
     expect(rc, out, 1, "profile does not fit the layer set");
-    rc = sh(&out, "head -c 100 %s > %s && \"$FLARE_BIN\" nn cover -m %slenet1.onnx -p %s -n 10", prof,
+    rc = tu_sh(&out, "head -c 100 %s > %s && \"$FLARE_BIN\" nn cover -m %slenet1.onnx -p %s -n 10", prof,
             tmp("cut.bin"), FIX, tmp("cut.bin"));
     expect(rc, out, 1, "truncated or corrupted profile");
-    rc = sh(&out, "\"$FLARE_BIN\" nn profile -m %slenet1.onnx -n 10 -o %s -l conv1", FIX, tmp("x.bin"));
+    rc = tu_sh(&out, "\"$FLARE_BIN\" nn profile -m %slenet1.onnx -n 10 -o %s -l conv1", FIX, tmp("x.bin"));
     expect(rc, out, 2, "no tensor named 'conv1'");
 }
 

@@ -641,25 +641,6 @@ static int have_bin(void) {
     return access(b, X_OK) == 0;
 }
 
-/* Run a shell command, stdout+stderr into a malloc'd string; returns the exit status. */
-static int sh(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int sh(char **out, const char *fmt, ...) {
-    char cmd[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd - 8, fmt, ap);
-    va_end(ap);
-    strcat(cmd, " 2>&1");
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t cap = 1 << 16, len = 0, got;
-    char *buf = malloc(cap);
-    while ((got = fread(buf + len, 1, cap - 1 - len, p)) > 0) len += got;
-    buf[len] = 0;
-    int st = pclose(p);
-    *out = buf;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
 
 #define ATS "--train-ats " FIX "train_ats.npy --train-pred " FIX "train_pred.npy --test-ats " \
             FIX "test_ats.npy --test-pred " FIX "test_pred.npy"
@@ -673,7 +654,7 @@ static void test_cli(void **state) {
     assert_non_null(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/dsa.npy", dir);
     /* Trace files: values as the fixture, coverage as sadl's get_sc, JSON summary. */
-    int rc = sh(&out, "\"$FLARE_BIN\" nn sa -k dsa " ATS " -o %s --json --buckets 50 --lower 0.5 "
+    int rc = tu_sh(&out, "\"$FLARE_BIN\" nn sa -k dsa " ATS " -o %s --json --buckets 50 --lower 0.5 "
                 "--upper 1.0", path);
     if (rc != 0) fail_msg("exit %d: %s", rc, out);
     assert_non_null(strstr(out, "\"coverage\":\t0.14"));
@@ -691,46 +672,46 @@ static void test_cli(void **state) {
     fl_npy_free(&a);
     remove(path);
     /* LSA with a neuron subset as a list, text summary. */
-    rc = sh(&out, "\"$FLARE_BIN\" nn sa -k lsa " ATS " --neurons 0,1,2,4,5,6 --buckets 20");
+    rc = tu_sh(&out, "\"$FLARE_BIN\" nn sa -k lsa " ATS " --neurons 0,1,2,4,5,6 --buckets 20");
     if (rc != 0) fail_msg("exit %d: %s", rc, out);
     assert_non_null(strstr(out, "6 of 8 neurons used"));
     assert_non_null(strstr(out, "LSC 0.4000"));
     free(out);
     /* Wrong dtype / shape: runtime error naming the file. */
-    rc = sh(&out, "\"$FLARE_BIN\" nn sa -k lsa --train-ats " FIX "train_pred.npy --train-pred "
+    rc = tu_sh(&out, "\"$FLARE_BIN\" nn sa -k lsa --train-ats " FIX "train_pred.npy --train-pred "
             FIX "train_pred.npy --test-ats " FIX "test_ats.npy --test-pred " FIX "test_pred.npy");
     assert_int_equal(rc, 1);
     assert_non_null(strstr(out, "train_pred.npy: activation traces must be float32"));
     free(out);
-    rc = sh(&out, "\"$FLARE_BIN\" nn sa -k mdsa --train-ats " FIX "train_ats.npy --train-pred "
+    rc = tu_sh(&out, "\"$FLARE_BIN\" nn sa -k mdsa --train-ats " FIX "train_ats.npy --train-pred "
             FIX "test_pred.npy --test-ats " FIX "test_ats.npy --test-pred " FIX "test_pred.npy");
     assert_int_equal(rc, 1);
     assert_non_null(strstr(out, "has 50 predictions but"));
     free(out);
-    rc = sh(&out, "\"$FLARE_BIN\" nn sa -k lsa --train-ats " FIX "train_ats.npy --train-pred "
+    rc = tu_sh(&out, "\"$FLARE_BIN\" nn sa -k lsa --train-ats " FIX "train_ats.npy --train-pred "
             FIX "train_ats.npy --test-ats " FIX "test_ats.npy --test-pred " FIX "test_pred.npy");
     assert_int_equal(rc, 1);
     assert_non_null(strstr(out, "predictions must be int32 or int64"));
     free(out);
     /* Usage errors. */
-    rc = sh(&out, "\"$FLARE_BIN\" nn sa -k lsa --train-ats " FIX "train_ats.npy");
+    rc = tu_sh(&out, "\"$FLARE_BIN\" nn sa -k lsa --train-ats " FIX "train_ats.npy");
     assert_int_equal(rc, 2);
     assert_non_null(strstr(out, "--train-pred is missing"));
     free(out);
-    rc = sh(&out, "\"$FLARE_BIN\" nn sa -k lsa -m x.onnx " ATS);
+    rc = tu_sh(&out, "\"$FLARE_BIN\" nn sa -k lsa -m x.onnx " ATS);
     assert_int_equal(rc, 2);
     free(out);
-    rc = sh(&out, "\"$FLARE_BIN\" nn sa -k lsa " ATS " --neurons 1,x");
+    rc = tu_sh(&out, "\"$FLARE_BIN\" nn sa -k lsa " ATS " --neurons 1,x");
     assert_int_equal(rc, 2);
     free(out);
-    rc = sh(&out, "\"$FLARE_BIN\" nn sa -k dsa " ATS " --grid %s/g.png", dir); /* no images */
+    rc = tu_sh(&out, "\"$FLARE_BIN\" nn sa -k dsa " ATS " --grid %s/g.png", dir); /* no images */
     assert_int_equal(rc, 2);
     assert_non_null(strstr(out, "--grid needs the images"));
     free(out);
     /* From a model: the most surprising inputs as an image grid (a PNG file), and all the
      * SA values as NPY */
     snprintf(path, sizeof path, "%s/g.png", dir);
-    rc = sh(&out, "\"$FLARE_BIN\" nn sa -k dsa -m tests/fixtures/cover/lenet1.onnx "
+    rc = tu_sh(&out, "\"$FLARE_BIN\" nn sa -k dsa -m tests/fixtures/cover/lenet1.onnx "
             "-l /pool2/MaxPool_output_0 --train fashion-mnist:train --test fashion-mnist:test "
             "-n 300 --top 5 --grid %s -o %s/v.npy", path, dir);
     if (rc != 0) fail_msg("exit %d: %s", rc, out);
@@ -750,18 +731,18 @@ static void test_cli(void **state) {
     remove(path);
     /* LSAv/DSAv: --important restricts the trace to LRP's important neurons of the layer */
     snprintf(path, sizeof path, "%s/imp.json", dir);
-    rc = sh(&out, "\"$FLARE_BIN\" nn lrp -m tests/fixtures/cover/lenet1.onnx -d fashion-mnist:train "
+    rc = tu_sh(&out, "\"$FLARE_BIN\" nn lrp -m tests/fixtures/cover/lenet1.onnx -d fashion-mnist:train "
             "--limit 300 --layers /pool2/MaxPool_output_0 --ratio 0.25 -o %s", path);
     if (rc != 0) fail_msg("exit %d: %s", rc, out);
     free(out);
-    rc = sh(&out, "\"$FLARE_BIN\" nn sa -k dsa -m tests/fixtures/cover/lenet1.onnx "
+    rc = tu_sh(&out, "\"$FLARE_BIN\" nn sa -k dsa -m tests/fixtures/cover/lenet1.onnx "
             "-l /pool2/MaxPool_output_0 --train fashion-mnist:train --test fashion-mnist:test "
             "-n 300 --important %s", path);
     if (rc != 0) fail_msg("exit %d: %s", rc, out);
     assert_non_null(strstr(out, "3 important neurons of 12")); /* round(0.25 * 12) */
     assert_non_null(strstr(out, "3 of 12 neurons used"));
     free(out);
-    rc = sh(&out, "\"$FLARE_BIN\" nn sa -k dsa " ATS " --important %s", path);
+    rc = tu_sh(&out, "\"$FLARE_BIN\" nn sa -k dsa " ATS " --important %s", path);
     assert_int_equal(rc, 2);
     free(out);
     remove(path);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <sys/wait.h>
 
 #include "flare/model.h"
 
@@ -133,6 +134,29 @@ static inline double tu_gradcheck(const char *op_type, int n_in, fl_tensor *ins,
     fl_tensor_free(&w);
     fl_model_free(m);
     return worst;
+}
+
+/* Run a shell command line with stderr merged into stdout; *out gets the output (malloc'd,
+ * at most 64 KiB), the return value the exit status (128 when killed by a signal). For tests
+ * that drive the flare binary. */
+static inline int tu_sh(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline int tu_sh(char **out, const char *fmt, ...) {
+    char cmd[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd - 8, fmt, ap);
+    va_end(ap);
+    strcat(cmd, " 2>&1");
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t cap = 1 << 16, len = 0, got;
+    char *buf = malloc(cap);
+    assert_non_null(buf);
+    while ((got = fread(buf + len, 1, cap - 1 - len, p)) > 0) len += got;
+    buf[len] = 0;
+    int st = pclose(p);
+    *out = buf;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
 #endif

@@ -43,6 +43,9 @@ fl_status fl__set_classes(fl_dataset *d, int n_classes, const char *const *names
 /* Set has_labels/n_classes from d->y (max label + 1) with decimal names, unless the caller
  * already set n_classes. Labels must be -1 or in [0, 65536). */
 fl_status fl__finish_labels(fl_dataset *d, const char *name, fl_err *e);
+/* d->source = "kind:first[,second]" (just first when kind is NULL). */
+fl_status fl__set_source(fl_dataset *d, const char *kind, const char *first, const char *second,
+                         fl_err *e);
 
 /* Format loaders: each fills a fresh dataset (scale already resolved, never NULL). */
 fl_status fl__load_idx(const char *images, const char *labels, const fl_scale *s,

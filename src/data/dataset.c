@@ -144,6 +144,18 @@ fl_status fl__set_classes(fl_dataset *d, int n_classes, const char *const *names
     return FL_OK;
 }
 
+fl_status fl__set_source(fl_dataset *d, const char *kind, const char *first, const char *second,
+                         fl_err *e) {
+    size_t n = (kind ? strlen(kind) + 1 : 0) + strlen(first) + (second ? strlen(second) + 1 : 0) + 1;
+    char *s = malloc(n);
+    if (!s) return fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    snprintf(s, n, "%s%s%s%s%s", kind ? kind : "", kind ? ":" : "", first, second ? "," : "",
+             second ? second : "");
+    free(d->source);
+    d->source = s;
+    return FL_OK;
+}
+
 fl_status fl__finish_labels(fl_dataset *d, const char *name, fl_err *e) {
     int32_t max = -1;
     for (int64_t i = 0; i < d->n; i++) {

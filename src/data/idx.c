@@ -216,13 +216,9 @@ fl_status fl__load_idx(const char *images, const char *labels, const fl_scale *s
     if (st != FL_OK) goto done;
     if (labels)
         for (int64_t i = 0; i < n; i++) d->y[i] = lb.data[i];
-    if ((st = fl__finish_labels(d, labels ? labels : images, e)) != FL_OK) goto done;
-    char src[2100];
-    snprintf(src, sizeof src, "idx:%s%s%s", images, labels ? "," : "", labels ? labels : "");
-    if (!(d->source = fl__strdup(src))) {
-        st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    if ((st = fl__finish_labels(d, labels ? labels : images, e)) != FL_OK ||
+        (st = fl__set_source(d, "idx", images, labels, e)) != FL_OK)
         goto done;
-    }
     *out = d;
     d = NULL;
 done:

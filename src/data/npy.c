@@ -377,13 +377,9 @@ fl_status fl__load_npy(const char *xpath, const char *ypath, const fl_scale *s, 
         }
         d->y[i] = (int32_t)v;
     }
-    if ((st = fl__finish_labels(d, ypath ? ypath : xpath, e)) != FL_OK) goto done;
-    char src[2100];
-    snprintf(src, sizeof src, "npy:%s%s%s", xpath, ypath ? "," : "", ypath ? ypath : "");
-    if (!(d->source = fl__strdup(src))) {
-        st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    if ((st = fl__finish_labels(d, ypath ? ypath : xpath, e)) != FL_OK ||
+        (st = fl__set_source(d, "npy", xpath, ypath, e)) != FL_OK)
         goto done;
-    }
     *out = d;
     d = NULL;
 done:

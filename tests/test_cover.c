@@ -407,6 +407,73 @@ static void test_view_lenet5(void **state) {
     fl_model_free(m);
 }
 
+/* A coverset selects the top k once per batch and lets a dense Relu layer reuse its input's
+ * list when that list is all positive: the result must be what each criterion gets selecting
+ * on its own. Inputs include all-zero and negative images, whose dense layers have fewer than
+ * k positive values (the Relu layer is then selected itself, ties going to the lower index). */
+static void test_topk_shared(void **state) {
+    (void)state;
+    fl_err e = {0};
+    fl_model *m;
+    fl_layerset *ls;
+    fl_rng r;
+    fl_rng_seed(&r, 9);
+    assert_int_equal(fl_zoo_build("lenet5", 1, 28, 28, 10, 3, &m, &e), FL_OK);
+    assert_int_equal(fl_layerset_make(m, "all", &ls, &e), FL_OK);
+    int pairs = 0, dense_pairs = 0;
+    for (int l = 0; l < ls->n; l++) {
+        if (ls->relu_of[l] < 0) continue;
+        pairs++;
+        assert_int_equal(ls->width[l], ls->width[ls->relu_of[l]]);
+        assert_non_null(strstr(m->nodes[m->values[ls->value[l]].producer].op->name, "Relu"));
+        dense_pairs += m->values[ls->value[l]].t.ndim == 2;
+    }
+    assert_int_equal(pairs, 4); /* conv1, conv2, fc1, fc2 */
+    assert_int_equal(dense_pairs, 2);
+    fl_cover_ctx ctx = {.m = m, .ls = ls};
+    fl_coverset *s;
+    fl_cover *own[3];
+    assert_int_equal(fl_coverset_new(&ctx, "tknc:3,tknp:3,tknp:1", &s, &e), FL_OK);
+    for (int k = 0; k < 3; k++)
+        assert_int_equal(fl_cover_new(&ctx, s->c[k]->spec, &own[k], &e), FL_OK);
+    int64_t shp[4] = {40, 1, 28, 28};
+    for (int round = 0; round < 3; round++) {
+        if (round == 2) { /* the first dense layer: one positive value, the Relu ties at 0 */
+            int g = 0;
+            while (strcmp(m->nodes[g].op->name, "Gemm") != 0) g++;
+            fl_tensor *bias = &m->values[m->nodes[g].in[2]].t;
+            for (int64_t i = 0; i < bias->size; i++) bias->data[i] = i == 7 ? 50.0f : -50.0f;
+        }
+        fl_tensor x = tu_tensor(4, shp, &r, round == 2 ? -1.0f : -0.5f, 1);
+        for (int64_t i = 0; i < 3 * 784; i++) x.data[i] = 0; /* three blank images */
+        assert_int_equal(fl_model_forward(m, &x, &e), FL_OK);
+        uint8_t a[40], b[40];
+        assert_int_equal(fl_coverset_update_model(s, m, a, &e), FL_OK);
+        memset(b, 0, sizeof b);
+        for (int k = 0; k < 3; k++) {
+            uint8_t f[40];
+            assert_int_equal(fl_cover_update_model(own[k], m, f, NULL, &e), FL_OK);
+            for (int i = 0; i < 40; i++) b[i] |= f[i];
+        }
+        assert_memory_equal(a, b, sizeof a);
+        fl_tensor_free(&x);
+    }
+    for (int k = 0; k < 3; k++) {
+        int64_t c1, c2;
+        fl_cover_stats(s->c[k], &c1, NULL);
+        fl_cover_stats(own[k], &c2, NULL);
+        assert_int_equal(c1, c2);
+        assert_true(c1 > 0);
+        if (k > 0) /* TKNP: the same patterns, found in the same order */
+            assert_memory_equal(s->c[k]->key_store, own[k]->key_store,
+                                (size_t)c1 * s->c[k]->key_bytes);
+        fl_cover_free(own[k]);
+    }
+    fl_coverset_free(s);
+    fl_layerset_free(ls);
+    fl_model_free(m);
+}
+
 /* ---- a hand-made layer set: one dense layer "h" of 3 neurons ------------------------------- */
 static fl_layerset *tiny_layerset(int64_t width) {
     fl_layerset *ls = calloc(1, sizeof *ls);
@@ -730,6 +797,7 @@ int main(void) {
         cmocka_unit_test(test_copy_clone_reset),
         cmocka_unit_test(test_model_path),
         cmocka_unit_test(test_view_lenet5),
+        cmocka_unit_test(test_topk_shared),
         cmocka_unit_test(test_constant_neuron),
         cmocka_unit_test(test_nan),
         cmocka_unit_test(test_errors),

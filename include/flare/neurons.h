@@ -32,6 +32,9 @@ typedef struct fl_layerset {
     int64_t *width;   /* [n] neurons in each layer */
     int64_t *offset;  /* [n] index of the layer's first neuron in the flat vector */
     int64_t total;    /* all neurons */
+    int *relu_of;     /* [n] the layer this one is Relu of (its values are max(x, 0) of that
+                         layer's), or -1; NULL for a hand-made set. Lets coverage derive a
+                         Relu layer from its input's pass instead of reading it again. */
 } fl_layerset;
 
 /* Resolve spec against m. Plans m (batch 1) if it has not run yet. Fails naming an unknown

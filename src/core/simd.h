@@ -10,4 +10,9 @@
 #define FL_HOT_CLONES
 #endif
 
+#include <stdint.h>
+
+/* *mn, *mx = min and max of x[0..n), n >= 1 (src/core/minmax.c). */
+void fl__minmax(const float *x, int64_t n, float *mn, float *mx);
+
 #endif

@@ -32,10 +32,10 @@ fl_status fl_cover__int(const fl_cover *c, const char *s, int64_t lo, int64_t hi
 #define FL_LAYER_NAMES(ls) ((const char *const *)(ls)->name)
 
 /* Top-k lists of a batch (see fl_cover_batch.topk): length per input, and the fill. top is
- * scratch of k floats. */
+ * scratch of k floats; m (may be NULL) lets dense Relu layers reuse their input's list. */
 int64_t fl_cover__topk_len(const fl_layerset *ls, int64_t k);
-void fl_cover__topk_fill(const fl_layerset *ls, const float *mean, int n, int64_t k,
-                         int32_t *out, float *top);
+void fl_cover__topk_fill(const fl_layerset *ls, const fl_model *m, const float *mean, int n,
+                         int64_t k, int32_t *out, float *top);
 
 /* Built-in criteria. */
 extern const fl_cover_ops fl_cover_nc, fl_cover_kmnc, fl_cover_nbc, fl_cover_snac,

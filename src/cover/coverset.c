@@ -25,7 +25,6 @@ typedef int32_t v8i __attribute__((vector_size(32)));
 /* Vector helpers as macros (a function taking a 32-byte vector draws a -Wpsabi note). */
 #define LOAD8(v, p) memcpy(&(v), (p), sizeof(v8f))
 #define VSEL(m, a, b) ((v8f)(((m) & (v8i)(a)) | (~(m) & (v8i)(b))))
-#define VMIN(a, b) VSEL((a) < (b), a, b)
 #define VMAX(a, b) VSEL((a) > (b), a, b)
 #define VABS(a) ((v8f)((v8i)(a) & 0x7fffffff))
 INLINE double fold(const v8f *a) {
@@ -34,18 +33,16 @@ INLINE double fold(const v8f *a) {
     return s;
 }
 
-/* Per-channel statistics of x[0..n), n >= 1: sum; with `range` also min and max; with `absv`
- * the sum of |x|; with `relu` the sum of max(x, 0) (the channel of a Relu layer fed by this
- * one, computed without reading that layer). Flags are constants after inlining. */
+/* Per-channel sums of x[0..n): the sum; with `absv` the sum of |x|; with `relu` the sum of
+ * max(x, 0) (the channel of a Relu layer fed by this one, computed without reading that
+ * layer). Flags are constants after inlining. The layer's range is a separate pass
+ * (fl__minmax) over data this one has just brought into the cache. */
 typedef struct {
     double sum, asum, rsum;
-    float mn, mx;
 } chan_stats;
 
-INLINE chan_stats chan(const float *x, int64_t n, int range, int absv, int relu) {
+INLINE chan_stats chan(const float *x, int64_t n, int absv, int relu) {
     v8f s = {0}, a = {0}, r = {0}, zero = {0};
-    v8f lo = {0}, hi = {0};
-    lo += x[0], hi += x[0];
     int64_t i = 0;
     for (; i + LANES <= n; i += LANES) {
         v8f u;
@@ -53,18 +50,9 @@ INLINE chan_stats chan(const float *x, int64_t n, int range, int absv, int relu)
         s += u;
         if (absv) a += VABS(u);
         if (relu) r += VMAX(u, zero);
-        if (range) lo = VMIN(u, lo), hi = VMAX(u, hi);
     }
-    chan_stats c = {fold(&s), fold(&a), fold(&r), lo[0], hi[0]};
-    for (int k = 1; k < LANES; k++) {
-        c.mn = lo[k] < c.mn ? lo[k] : c.mn;
-        c.mx = hi[k] > c.mx ? hi[k] : c.mx;
-    }
-    for (; i < n; i++) {
-        c.sum += x[i], c.asum += fabsf(x[i]), c.rsum += x[i] > 0 ? x[i] : 0;
-        c.mn = x[i] < c.mn ? x[i] : c.mn;
-        c.mx = x[i] > c.mx ? x[i] : c.mx;
-    }
+    chan_stats c = {fold(&s), fold(&a), fold(&r)};
+    for (; i < n; i++) c.sum += x[i], c.asum += fabsf(x[i]), c.rsum += x[i] > 0 ? x[i] : 0;
     return c;
 }
 
@@ -96,26 +84,34 @@ INLINE void put(const fill_job *j, int64_t b, int64_t off, int64_t c, double sum
     if (j->absv) j->v->absmean[b * j->T + off + c] = (float)(asum / hw);
 }
 
-INLINE void fill_body(const fill_job *j, int64_t lo_b, int64_t hi_b, int range, int absv,
-                      int relu) {
+/* A dense layer of input b (hw == 1): the values are the neurons, so they are copied (the
+ * mean of one value is that value). */
+INLINE void dense_row(const fill_job *j, int64_t b, const float *x, int absv, int relu) {
+    int64_t C = j->C;
+    float *mean = j->v->mean + b * j->T, *absmean = j->v->absmean + b * j->T;
+    memcpy(mean + j->off, x, sizeof(float) * (size_t)C);
+    for (int64_t c = 0; c < C; c++) {
+        if (absv) absmean[j->off + c] = fabsf(x[c]);
+        if (relu) mean[j->roff + c] = x[c] > 0 ? x[c] : 0;
+        if (relu && absv) absmean[j->roff + c] = x[c] > 0 ? x[c] : 0;
+    }
+}
+
+INLINE void fill_body(const fill_job *j, int64_t lo_b, int64_t hi_b, int absv, int relu) {
     int64_t C = j->C, hw = j->hw;
     for (int64_t b = lo_b; b < hi_b; b++) {
         const float *x = j->data + b * C * hw;
-        float lmin = x[0], lmax = x[0];
-        for (int64_t c = 0; c < C; c++, x += hw) {
-            chan_stats s;
-            if (hw == 1) { /* dense: the values are the neurons */
-                float v = x[0];
-                s = (chan_stats){v, fabsf(v), v > 0 ? v : 0, v, v};
-            } else {
-                s = chan(x, hw, range, absv, relu);
+        if (hw == 1)
+            dense_row(j, b, x, absv, relu);
+        else
+            for (int64_t c = 0; c < C; c++) {
+                chan_stats s = chan(x + c * hw, hw, absv, relu);
+                put(j, b, j->off, c, s.sum, s.asum);
+                if (relu) put(j, b, j->roff, c, s.rsum, s.rsum);
             }
-            put(j, b, j->off, c, s.sum, s.asum);
-            if (relu) put(j, b, j->roff, c, s.rsum, s.rsum);
-            lmin = s.mn < lmin ? s.mn : lmin;
-            lmax = s.mx > lmax ? s.mx : lmax;
-        }
-        if (!range) continue;
+        if (!j->range) continue;
+        float lmin, lmax;
+        fl__minmax(x, C * hw, &lmin, &lmax);
         j->v->lmin[b * j->L + j->l] = lmin;
         j->v->lmax[b * j->L + j->l] = lmax;
         if (relu) {
@@ -130,27 +126,20 @@ static void fill_range(void *ctx, int64_t lo_b, int64_t hi_b, int tid) {
     (void)tid;
     const fill_job *j = ctx;
     int relu = j->roff >= 0;
-    /* one specialised loop per combination the criteria ask for */
-    if (!j->range) {
-        if (relu) fill_body(j, lo_b, hi_b, 0, 0, 1);
-        else fill_body(j, lo_b, hi_b, 0, 0, 0);
-    } else if (!j->absv) {
-        if (relu) fill_body(j, lo_b, hi_b, 1, 0, 1);
-        else fill_body(j, lo_b, hi_b, 1, 0, 0);
+    /* one specialised loop per combination the sums ask for */
+    if (j->absv) {
+        if (relu) fill_body(j, lo_b, hi_b, 1, 1);
+        else fill_body(j, lo_b, hi_b, 1, 0);
     } else {
-        if (relu) fill_body(j, lo_b, hi_b, 1, 1, 1);
-        else fill_body(j, lo_b, hi_b, 1, 1, 0);
+        if (relu) fill_body(j, lo_b, hi_b, 0, 1);
+        else fill_body(j, lo_b, hi_b, 0, 0);
     }
 }
 
-/* The layer of ls that is Relu(layer l), or -1. */
-static int relu_of(const fl_layerset *ls, const fl_model *m, int l) {
-    for (int k = 0; k < ls->n; k++) {
-        int p = m->values[ls->value[k]].producer;
-        if (k != l && p >= 0 && strcmp(m->nodes[p].op->name, "Relu") == 0 &&
-            m->nodes[p].in[0] == ls->value[l])
-            return k;
-    }
+/* The layer of ls that is Relu(layer l) and not done yet, or -1. */
+static int relu_of(const fl_layerset *ls, const uint8_t *done, int l) {
+    for (int k = 0; ls->relu_of && k < ls->n; k++)
+        if (ls->relu_of[k] == l && !done[k]) return k;
     return -1;
 }
 
@@ -185,8 +174,7 @@ fl_status fl_cover_view_fill(fl_cover_view *v, const fl_layerset *ls, const fl_m
         if (done[l]) continue;
         const fl_tensor *t = &m->values[ls->value[l]].t;
         int64_t C = t->shape[1], hw = t->ndim == 4 ? t->shape[2] * t->shape[3] : 1;
-        int r = relu_of(ls, m, l);
-        if (r >= 0 && done[r]) r = -1;
+        int r = relu_of(ls, done, l);
         done[l] = 1;
         if (r >= 0) done[r] = 1;
         fill_job j = {v, t->data, C, hw, T, ls->offset[l], r >= 0 ? ls->offset[r] : -1,
@@ -303,7 +291,7 @@ static fl_status update_all(fl_coverset *s, const fl_cover_batch *b, uint8_t *ad
             free(st), free(err);
             return fl_fail(e, FL_ERR_NOMEM, "out of memory");
         }
-        fl_cover__topk_fill(ls, b->mean, b->n, s->topk_k, s->topk, s->topv);
+        fl_cover__topk_fill(ls, b->m, b->mean, b->n, s->topk_k, s->topk, s->topv);
         with_topk = *b;
         with_topk.topk = s->topk;
         with_topk.topk_k = s->topk_k;

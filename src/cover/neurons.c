@@ -13,6 +13,7 @@ void fl_layerset_free(fl_layerset *ls) {
     free(ls->value);
     free(ls->width);
     free(ls->offset);
+    free(ls->relu_of);
     free(ls);
 }
 
@@ -91,6 +92,15 @@ fl_status fl_layerset_make(fl_model *m, const char *spec, fl_layerset **out, fl_
     }
     if (st == FL_OK && ls->n == 0)
         st = fl_fail(e, FL_ERR_ARG, "layer set '%s' selects no layer", spec);
+    if (st == FL_OK && !(ls->relu_of = malloc(sizeof(int) * (size_t)ls->n)))
+        st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    for (int l = 0; st == FL_OK && l < ls->n; l++) {
+        int p = m->values[ls->value[l]].producer;
+        ls->relu_of[l] = -1;
+        if (p < 0 || strcmp(m->nodes[p].op->name, "Relu") != 0) continue;
+        for (int k = 0; k < ls->n; k++)
+            if (k != l && m->nodes[p].in[0] == ls->value[k]) ls->relu_of[l] = k;
+    }
     if (st != FL_OK) {
         fl_layerset_free(ls);
         return st;

@@ -254,21 +254,38 @@ static fl_status kmnc_update(fl_cover *c, const fl_cover_batch *b, uint8_t *adde
 }
 
 /* NBC: items 2j (below lo) and 2j+1 (above hi); SNAC: item j (above hi). Almost every value
- * lies inside its bounds, so the loop tests in float without branching on each bound. */
-static fl_status corner_update(fl_cover *c, const fl_cover_batch *b, uint8_t *added, int both) {
-    const bound_params *p = c->params;
-    int64_t T = c->ctx.ls->total;
-    const float *lo = p->lof, *hi = p->hif;
-    for (int i = 0; i < b->n; i++) {
-        const float *v = b->mean + i * T;
-        int new = 0;
-        for (int64_t j = 0; j < T; j++) {
+ * lies inside its bounds, so the loop tests eight values at once in float and looks at single
+ * values only in a block where one is outside. */
+typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+
+FL_HOT_CLONES
+static int corner_row(fl_cover *c, const float *v, const float *lo, const float *hi, int64_t T,
+                      int both) {
+    int new = 0;
+    for (int64_t j0 = 0; j0 < T; j0 += 8) {
+        if (j0 + 8 <= T) {
+            v8f x, l, h;
+            memcpy(&x, v + j0, sizeof x), memcpy(&l, lo + j0, sizeof l), memcpy(&h, hi + j0, sizeof h);
+            v8i out = (x > h) | (both ? x < l : (v8i){0});
+            uint64_t any[4];
+            memcpy(any, &out, sizeof any);
+            if (!(any[0] | any[1] | any[2] | any[3])) continue;
+        }
+        for (int64_t j = j0; j < T && j < j0 + 8; j++) {
             float x = v[j];
             if (!((x > hi[j]) | (both & (x < lo[j])))) continue;
             new |= fl_cover_hit(c, !both ? j : x > hi[j] ? 2 * j + 1 : 2 * j);
         }
-        added[i] = (uint8_t)new;
     }
+    return new;
+}
+
+static fl_status corner_update(fl_cover *c, const fl_cover_batch *b, uint8_t *added, int both) {
+    const bound_params *p = c->params;
+    int64_t T = c->ctx.ls->total;
+    for (int i = 0; i < b->n; i++)
+        added[i] = (uint8_t)corner_row(c, b->mean + i * T, p->lof, p->hif, T, both);
     return FL_OK;
 }
 

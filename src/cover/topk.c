@@ -105,11 +105,34 @@ int64_t fl_cover__topk_len(const fl_layerset *ls, int64_t k) {
     return n;
 }
 
-void fl_cover__topk_fill(const fl_layerset *ls, const float *mean, int n, int64_t k,
-                         int32_t *out, float *top) {
-    for (int i = 0; i < n; i++)
-        for (int l = 0; l < ls->n; l++)
-            out += select_topk(mean + i * ls->total + ls->offset[l], ls->width[l], k, top, out);
+/* Where layer l's part starts in one input's lists. */
+static int64_t list_start(const fl_layerset *ls, int64_t k, int l) {
+    int64_t at = 0;
+    for (int q = 0; q < l; q++) at += ls->width[q] < k ? ls->width[q] : k;
+    return at;
+}
+
+void fl_cover__topk_fill(const fl_layerset *ls, const fl_model *m, const float *mean, int n,
+                         int64_t k, int32_t *out, float *top) {
+    int64_t len = fl_cover__topk_len(ls, k);
+    for (int i = 0; i < n; i++, mean += ls->total) {
+        int32_t *row = out + i * len, *at = row;
+        for (int l = 0; l < ls->n; l++) {
+            int64_t w = ls->width[l], got = w < k ? w : k;
+            /* A dense Relu layer keeps its input's positive values in their order: when the
+             * input layer's list (already made) holds only positive values, it is this
+             * layer's list too. (Not for a convolutional layer: the mean of Relu(x) over a
+             * channel is not Relu of its mean.) */
+            int src = ls->relu_of && m ? ls->relu_of[l] : -1;
+            const int32_t *sl = src >= 0 && src < l ? row + list_start(ls, k, src) : NULL;
+            if (sl && m->values[ls->value[l]].t.ndim == 2 &&
+                mean[ls->offset[src] + sl[got - 1]] > 0)
+                memcpy(at, sl, sizeof(int32_t) * (size_t)got);
+            else
+                select_topk(mean + ls->offset[l], w, k, top, at);
+            at += got;
+        }
+    }
 }
 
 static fl_status topk_update(fl_cover *c, const fl_cover_batch *b, uint8_t *added, int pattern,

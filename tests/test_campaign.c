@@ -426,7 +426,7 @@ static void test_replay(void **state) {
     assert_int_equal(sh("%s agents replay %s/failures >/dev/null 2>&1", flare_bin(), out), 2);
 
     /* the library: counts */
-    fl_replay_opts ro = {.argv = (char *[]){tgt, NULL}, .timeout_ms = 3000};
+    fl_replay_opts ro = {.target = {.argv = (char *[]){tgt, NULL}, .timeout_ms = 3000}};
     fl_replay_result rr;
     fl_err e = {0};
     char p[256];
@@ -443,7 +443,8 @@ static void test_minimize(void **state) {
     snprintf(in, sizeof in, "%s/big.json", tmp);
     write_file(in, "{\"turns\": [\"hello there, how are you today?\", \"please do the math. "
                    "Then boom the old bridge right now! Thanks a lot.\", \"search later\"]}");
-    fl_min_opts mo = {.argv = (char *[]){tgt, NULL}, .timeout_ms = 3000, .spec_path = spec};
+    fl_min_opts mo = {.target = {.argv = (char *[]){tgt, NULL}, .timeout_ms = 3000},
+                      .spec_path = spec};
     fl_min_result r;
     fl_err e = {0};
     if (fl_minimize(in, &mo, &r, &e) != FL_OK) fail_msg("fl_minimize: %s", e.msg);
@@ -461,7 +462,7 @@ static void test_minimize(void **state) {
     saved_case_free(&sc);
 
     /* the shrunk case still reproduces: replay says so */
-    fl_replay_opts ro = {.argv = (char *[]){tgt, NULL}, .timeout_ms = 3000};
+    fl_replay_opts ro = {.target = {.argv = (char *[]){tgt, NULL}, .timeout_ms = 3000}};
     fl_replay_result rr;
     assert_int_equal(fl_replay_run(outp, &ro, &rr, &e), FL_OK);
     assert_int_equal(rr.n_same, 1);

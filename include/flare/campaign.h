@@ -33,6 +33,7 @@
 #include <stdio.h>
 
 #include "flare/agents.h"
+#include "flare/otlp_recv.h"
 
 /* ---- power schedules ---------------------------------------------------------------------- */
 typedef enum fl_schedule {
@@ -150,13 +151,23 @@ fl_status fl_report_write(const char *out_dir, fl_err *e);
  * for terminals and logs. */
 fl_status fl_report_print(const char *out_dir, FILE *f, fl_err *e);
 
+/* ---- the target of replay and minimisation ----------------------------------------------- */
+/* How to run the target that saved cases are run on again: a command or an HTTP target, the
+ * process options, and where its spans come from. Fields left zero: the default timeout, a
+ * persistent process without a memory limit, no span source. */
+typedef struct fl_target_setup {
+    char *const *argv;       /* target command, NULL-terminated (run directly, no shell) */
+    const struct fl_http_opts *http; /* or an HTTP target (http_target.h); argv then unused */
+    int timeout_ms;          /* per case; <= 0: the target's default (10000) */
+    int fresh;               /* one target process per case */
+    int mem_limit_mb;        /* RLIMIT_AS of the target; 0: none */
+    fl_otlp_src_opts otlp;   /* the target's spans (otlp_recv.h; listen and file may be NULL);
+                                with a source, each case runs under a new trace id */
+} fl_target_setup;
+
 /* ---- replay ------------------------------------------------------------------------------- */
 typedef struct fl_replay_opts {
-    char *const *argv;
-    const struct fl_http_opts *http; /* instead of argv: an HTTP target */
-    int timeout_ms, fresh, mem_limit_mb;
-    const char *otlp_listen, *otlp_file; /* the target's spans (otlp_recv.h), may be NULL; */
-    int otlp_grace_ms;                   /* each case then runs under a new trace id */
+    fl_target_setup target; /* how to run the target */
     const char *spec_path;  /* rules for the oracles; default: the one recorded in the file */
     const char *junit_path; /* JUnit XML report, may be NULL */
     FILE *log;              /* one line per case (may be NULL) */
@@ -176,11 +187,7 @@ fl_status fl_replay_run(const char *path, const fl_replay_opts *o, fl_replay_res
 
 /* ---- minimisation --------------------------------------------------------------------------- */
 typedef struct fl_min_opts {
-    char *const *argv;
-    const struct fl_http_opts *http; /* instead of argv: an HTTP target */
-    int timeout_ms, fresh, mem_limit_mb;
-    const char *otlp_listen, *otlp_file; /* as for replay */
-    int otlp_grace_ms;
+    fl_target_setup target;  /* how to run the target, as for replay */
     const char *spec_path;
     const char *signature;   /* keep this one; default: the file's, else the first finding */
     const char *out_path;    /* default: case.json -> case.min.json */

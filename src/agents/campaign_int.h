@@ -197,8 +197,7 @@ void camp_process(camp *cp, fl_case *c, const fl_trace *t, const camp_origin *or
  * once per path into *spec / *loaded), and a target with the usual options. */
 fl_status saved_spec(const char *given, const char *recorded, fl_spec **spec, char **loaded,
                      fl_err *e);
-fl_status saved_target(char *const *argv, const struct fl_http_opts *http, int timeout_ms,
-                       int fresh, int mem_limit_mb, fl_target **t, fl_err *e);
+fl_status saved_target(const fl_target_setup *ts, fl_target **t, fl_err *e);
 /* Write fuzzer_stats / plot_data and call on_status when due (force: now). Under cp->mu. */
 void camp_periodic(camp *cp, int force);
 /* The LLM generator and judge (campaign_llm.c; no-ops without --llm). Under cp->mu. */

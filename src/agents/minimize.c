@@ -198,10 +198,9 @@ fl_status fl_minimize(const char *path, const fl_min_opts *o, fl_min_result *r, 
     r->bytes_before = case_bytes(c);
     if (!(m.tr = fl_trace_new())) st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
     if (!st) st = saved_spec(o->spec_path, sc.spec, &m.spec, &loaded, e);
-    fl_otlp_src_opts so = {o->otlp_listen, o->otlp_file, o->otlp_grace_ms};
     fl_rng_seed(&m.trace_rng, (uint64_t)(fl_now() * 1e9));
-    if (!st) st = fl_otlp_src_new(&so, &m.otlp, e);
-    if (!st) st = saved_target(o->argv, o->http, o->timeout_ms, o->fresh, o->mem_limit_mb, &m.t, e);
+    if (!st) st = fl_otlp_src_new(&o->target.otlp, &m.otlp, e);
+    if (!st) st = saved_target(&o->target, &m.t, e);
     if (!st) { /* the starting point must fail, with the chosen signature */
         const char *want = o->signature ? o->signature : sc.signature;
         snprintf(m.sig, sizeof m.sig, "%s", want ? want : "");
@@ -225,8 +224,8 @@ fl_status fl_minimize(const char *path, const fl_min_opts *o, fl_min_result *r, 
             if (!strcmp(m.f.v[i].signature, m.sig)) f = &m.f.v[i];
         if (o->out_path) snprintf(r->out_path, sizeof r->out_path, "%s", o->out_path);
         else default_out(path, r->out_path, sizeof r->out_path);
-        saved_argv_line(o->argv, desc, sizeof desc);
-        if (o->http) snprintf(desc, sizeof desc, "%s", o->http->url); /* an HTTP target */
+        saved_argv_line(o->target.argv, desc, sizeof desc);
+        if (o->target.http) snprintf(desc, sizeof desc, "%s", o->target.http->url); /* an HTTP target */
         char *txt = saved_case_json(c, m.tr, f, loaded, desc, NULL);
         if (!txt) st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
         else st = fl_file_write_atomic(r->out_path, txt, strlen(txt), e);

@@ -31,17 +31,16 @@ fl_status saved_spec(const char *given, const char *recorded, fl_spec **spec, ch
     return st;
 }
 
-fl_status saved_target(char *const *argv, const struct fl_http_opts *http, int timeout_ms,
-                       int fresh, int mem_limit_mb, fl_target **t, fl_err *e) {
+fl_status saved_target(const fl_target_setup *ts, fl_target **t, fl_err *e) {
     fl_target_opts to;
     fl_target_opts_default(&to);
-    to.timeout_ms = timeout_ms > 0 ? timeout_ms : to.timeout_ms;
-    to.fresh = fresh;
-    to.mem_limit_mb = mem_limit_mb;
-    to.http = http;
-    if (!http && (!argv || !argv[0]))
+    to.timeout_ms = ts->timeout_ms > 0 ? ts->timeout_ms : to.timeout_ms;
+    to.fresh = ts->fresh;
+    to.mem_limit_mb = ts->mem_limit_mb;
+    to.http = ts->http;
+    if (!ts->http && (!ts->argv || !ts->argv[0]))
         return fl_fail(e, FL_ERR_ARG, "no target command (-- CMD ARGS...)");
-    return fl_target_new(argv, &to, t, e);
+    return fl_target_new(ts->argv, &to, t, e);
 }
 
 static void xml(FILE *f, const char *s) {
@@ -113,13 +112,12 @@ fl_status fl_replay_run(const char *path, const fl_replay_opts *o, fl_replay_res
     fl_findings f = {0};
     double t0 = fl_now();
     fl_otlp_src *os = NULL; /* --otlp-listen / --otlp-file */
-    fl_otlp_src_opts so = {o->otlp_listen, o->otlp_file, o->otlp_grace_ms};
     fl_rng trace_rng; /* new trace ids: a saved case's own was collected when it was found */
     fl_rng_seed(&trace_rng, (uint64_t)(t0 * 1e9));
     fl_status st = tr ? saved_case_list(path, &paths, &n, e) : fl_fail(e, FL_ERR_NOMEM, "out of memory");
-    if (!st) st = fl_otlp_src_new(&so, &os, e);
+    if (!st) st = fl_otlp_src_new(&o->target.otlp, &os, e);
     if (!st && n && !(rc = calloc((size_t)n, sizeof *rc))) st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
-    if (!st && n) st = saved_target(o->argv, o->http, o->timeout_ms, o->fresh, o->mem_limit_mb, &t, e);
+    if (!st && n) st = saved_target(&o->target, &t, e);
     for (int i = 0; !st && i < n; i++) {
         saved_case sc;
         if ((st = saved_case_load(paths[i], &sc, e))) break;

@@ -9,20 +9,13 @@ int cmd_agents_min(const cli_opts *o) {
     fl_err e = {0};
     fl_http_opts ho;
     fl_min_opts mo = {
-        .argv = o->trailing,
-        .http = cli_http_target(o, &ho),
-        .timeout_ms = (int)o->timeout_ms,
-        .fresh = o->fresh,
-        .mem_limit_mb = (int)o->mem_limit,
-        .otlp_listen = o->set[F_otlp_listen] ? o->otlp_listen : NULL,
-        .otlp_file = o->set[F_otlp_file] ? o->otlp_file : NULL,
-        .otlp_grace_ms = (int)o->otlp_grace,
         .spec_path = o->set[F_spec] ? o->spec : NULL,
         .signature = o->set[F_signature] ? o->signature : NULL,
         .out_path = o->set[F_min_output] ? o->min_output : NULL,
         .max_runs = (int)o->max_runs,
         .log = o->quiet ? NULL : stderr,
     };
+    cli_target_setup(o, &mo.target, &ho);
     fl_min_result r;
     if (fl_minimize(o->case_file, &mo, &r, &e)) return cli_fail(&e);
     printf("signature %s: %d turn%s, %zu bytes -> %d turn%s, %zu bytes (%d runs)\n",

@@ -10,18 +10,11 @@ int cmd_agents_replay(const cli_opts *o) {
     fl_err e = {0};
     fl_http_opts ho;
     fl_replay_opts ro = {
-        .argv = o->trailing,
-        .http = cli_http_target(o, &ho),
-        .timeout_ms = (int)o->timeout_ms,
-        .fresh = o->fresh,
-        .mem_limit_mb = (int)o->mem_limit,
-        .otlp_listen = o->set[F_otlp_listen] ? o->otlp_listen : NULL,
-        .otlp_file = o->set[F_otlp_file] ? o->otlp_file : NULL,
-        .otlp_grace_ms = (int)o->otlp_grace,
         .spec_path = o->set[F_spec] ? o->spec : NULL,
         .junit_path = o->set[F_junit] ? o->junit : NULL,
         .log = o->quiet ? NULL : stdout,
     };
+    cli_target_setup(o, &ro.target, &ho);
     fl_replay_result r;
     if (fl_replay_run(o->cases, &ro, &r, &e)) return cli_fail(&e);
     if (r.n_cases == 0) cli_note("%s: no saved cases (*.json)\n", o->cases);

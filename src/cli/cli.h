@@ -102,6 +102,10 @@ void cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * (agents_http.c). */
 struct fl_http_opts;
 const struct fl_http_opts *cli_http_target(const cli_opts *o, struct fl_http_opts *h);
+/* The target of replay and min from the flags: -- CMD ARGS... or --target (whose options go
+ * in h, which must outlive ts), -t, --fresh, --mem-limit and the --otlp-* flags. */
+struct fl_target_setup;
+void cli_target_setup(const cli_opts *o, struct fl_target_setup *ts, struct fl_http_opts *h);
 
 /* ---- handlers (one file per group) ---------------------------------------------------------- */
 #define COMMAND(ID, group, verb, handler, summary) int handler(const cli_opts *o);

@@ -92,15 +92,18 @@ $(HTTP_EXAMPLE): examples/agents-http/server.c
 	@echo "  CC      $@"
 	$(Q)$(CC) -std=c11 $(CFLAGS_MODE) $(WARN) -o $@ $< $(LDFLAGS) -lcjson
 
+# Tests and benchmarks are compiled and linked in one step; -MMD -MF writes what each one
+# includes (headers, src/cli/flags.def) to $@.d, included below, so editing any of those
+# rebuilds it. Both relink when libflare.a changes.
 $(BUILD)/tests/%: tests/%.c tests/testutil.h $(BUILD)/libflare.a
 	@mkdir -p $(dir $@)
 	@echo "  TEST    $@"
-	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libflare.a $(LDFLAGS) $(LDLIBS) -lcmocka
+	$(Q)$(CC) $(CFLAGS) -Itests -MMD -MP -MF $@.d -MT $@ -o $@ $< $(BUILD)/libflare.a $(LDFLAGS) $(LDLIBS) -lcmocka
 
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libflare.a
 	@mkdir -p $(dir $@)
 	@echo "  BENCH   $@"
-	$(Q)$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libflare.a $(LDFLAGS) $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) -MMD -MP -MF $@.d -MT $@ -o $@ $< $(BUILD)/libflare.a $(LDFLAGS) $(LDLIBS)
 
 # Tests: release build, then the same tests under AddressSanitizer + UndefinedBehaviorSanitizer,
 # then each fuzz harness for a few seconds.
@@ -130,4 +133,8 @@ bench:
 clean:
 	rm -rf build build-san build-fuzz
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(BUILD)/tests $(BUILD)/bench -name '*.d' 2>/dev/null)
+# A test or benchmark built before it had a .d file is rebuilt once, so that it gets one.
+$(foreach b,$(TEST_BIN) $(BENCH_BIN),$(if $(wildcard $(b)),$(if $(wildcard $(b).d),,$(eval $(b): FORCE))))
+.PHONY: FORCE
+FORCE:

@@ -168,7 +168,7 @@ fl_status fl_lowered_plan(fl_lowered *L, const fl_node *node, int n, int ci, int
         B->cached = -1;
         st = grow(&B->cols, &B->cols_cap, L->direct ? 0 : k * nb * p);
         if (st == FL_OK) st = grow(&B->mat, &B->mat_cap, nb > 1 ? (size_t)zc * nb * p : 0);
-        if (st == FL_OK) st = grow(&B->dw, &B->dw_cap, (size_t)zc * (k / group));
+        if (st == FL_OK) st = grow(&B->dw, &B->dw_cap, (size_t)zc * (k / group) + zc);
     }
     if (st != FL_OK)
         return fl_fail(e, st, "node '%s' (%s): out of memory for im2col buffers", node->name,
@@ -248,9 +248,9 @@ static const float *chunk_cols(const fl_lowered *L, fl_lowered_buf *B, const flo
  * its own buffers. A job carries the operands; each pass is a range function over chunks. */
 typedef struct lowered_job {
     fl_lowered *L;
-    const float *W, *cI, *cZ;
-    float *I, *Z, *dW;
-    int accumulate, trust_cache;
+    const float *W, *cI, *cZ, *bias;
+    float *I, *Z;
+    int accumulate, trust_cache, bias_grad;
 } lowered_job;
 
 static void chunk_span(const fl_lowered *L, int64_t c, int *n0, int *b) {
@@ -276,11 +276,13 @@ static void forward_range(void *ctx, int64_t lo, int64_t hi, int tid) {
             fl_sgemm(0, 0, zg, ld, kg, 1.0f, J->W + (size_t)gi * zg * kg, kg,
                      cols + (size_t)gi * kg * ld, ld, beta, dst + (size_t)gi * zg * ld, ld);
         if (b > 1) chunk_scatter(L, B, J->Z, n0, b, J->accumulate);
+        if (J->bias) fl_bias_add(J->Z + (size_t)n0 * L->zc * p, J->bias, b, L->zc, p);
     }
 }
 
-void fl_lowered_forward(fl_lowered *L, const float *W, const float *I, float *Z, int accumulate) {
-    lowered_job J = {.L = L, .W = W, .cI = I, .Z = Z, .accumulate = accumulate};
+void fl_lowered_forward(fl_lowered *L, const float *W, const float *I, const float *bias,
+                        float *Z, int accumulate) {
+    lowered_job J = {.L = L, .W = W, .cI = I, .bias = bias, .Z = Z, .accumulate = accumulate};
     fl_parallel_for(L->chunks, forward_range, &J);
 }
 
@@ -329,17 +331,32 @@ static void grad_w_range(void *ctx, int64_t lo, int64_t hi, int tid) {
         for (int gi = 0; gi < L->group; gi++)
             fl_sgemm(0, 1, zg, kg, ld, 1.0f, mat + (size_t)gi * zg * ld, ld,
                      cols + (size_t)gi * kg * ld, ld, 1.0f, B->dw + (size_t)gi * zg * kg, kg);
+        if (J->bias_grad) /* mat rows are whole channels of the chunk: [zc, ld] */
+            fl_bias_grad(B->dw + (size_t)L->zc * kg, mat, 1, L->zc, ld);
     }
 }
 
-void fl_lowered_grad_w(fl_lowered *L, float *dW, const float *Z, const float *I, int trust_cache) {
-    lowered_job J = {.L = L, .cZ = Z, .cI = I, .trust_cache = trust_cache};
-    size_t size = (size_t)L->zc * L->g.c * L->g.kh * L->g.kw;
-    /* cleared here, not in the ranges: a thread that gets no chunk must add zeros */
-    for (int t = 0; t < L->slots; t++) memset(L->buf[t].dw, 0, sizeof(float) * size);
-    fl_parallel_for(L->chunks, grad_w_range, &J);
-    for (int t = 0; t < L->slots; t++)
+/* Clear each thread's dw (+ db) share before a pass: a thread that gets no chunk must add
+ * zeros. Then add the shares into dW (and dB) in thread order, so the result depends only on
+ * the thread count. */
+static void shares_clear(fl_lowered *L, size_t size) {
+    for (int t = 0; t < L->slots; t++) memset(L->buf[t].dw, 0, sizeof(float) * (size + L->zc));
+}
+
+static void shares_add(const fl_lowered *L, size_t size, float *dW, float *dB) {
+    for (int t = 0; t < L->slots; t++) {
         for (size_t i = 0; i < size; i++) dW[i] += L->buf[t].dw[i];
+        for (int c = 0; dB && c < L->zc; c++) dB[c] += L->buf[t].dw[size + c];
+    }
+}
+
+void fl_lowered_grad_w(fl_lowered *L, float *dW, float *dB, const float *Z, const float *I,
+                       int trust_cache) {
+    lowered_job J = {.L = L, .cZ = Z, .cI = I, .trust_cache = trust_cache, .bias_grad = dB != NULL};
+    size_t size = (size_t)L->zc * L->g.c * L->g.kh * L->g.kw;
+    shares_clear(L, size);
+    fl_parallel_for(L->chunks, grad_w_range, &J);
+    shares_add(L, size, dW, dB);
 }
 
 /* ---- Conv ------------------------------------------------------------------------------------------
@@ -407,124 +424,53 @@ static fl_status conv_shape(fl_model *m, fl_node *n, fl_err *e) {
                            m->training, e);
 }
 
-/* Few input taps per output (the first layer of an image network: C*kh*kw = 25 for LeNet's
- * 5x5 on grey images): im2col would write kh*kw copies of every pixel only to feed a GEMM
- * with a tiny inner dimension, and the copies cost more than the arithmetic. Sliding the
- * kernel over the input rows does the same MACs without them; the loop over ox vectorises. */
-enum { SMALL_DIRECT_MAX = 4096 }; /* floats of the stack accumulator: oh * w */
-
-static int conv_is_small_direct(const conv_state *s) {
-    const fl_conv2d_geom *g = &s->L.g;
-    return s->group == 1 && g->c * g->kh * g->kw <= 32 && g->oh * g->w <= SMALL_DIRECT_MAX && g->sh == 1 && g->sw == 1 &&
-           g->dh == 1 && g->dw == 1 && g->pt == 0 && g->pl == 0 && g->pb == 0 && g->pr == 0;
-}
-
-/* Y[N,M,oh,ow] = W[M,C,kh,kw] (*) X[N,C,h,w], stride 1, no padding. Each tap (c,ki,kj) is
- * one long multiply-add over full input-width rows, acc[p] += w * x[p + ki*w + kj] for
- * p < oh*w, so the vector loop runs hundreds of iterations instead of ow; the last kw-1
- * columns of every row are junk and dropped when acc is copied out. */
-FL_HOT_CLONES
-static void conv_small_direct(const fl_conv2d_geom *g, int64_t i0, int64_t i1, int M,
-                              const float *W, const float *X, float *Y) {
-    const int C = g->c, oh = g->oh, ow = g->ow, kh = g->kh, kw = g->kw, w = g->w;
-    const int span = (oh - 1) * w + ow; /* last valid output lies at (oh-1)*w + ow-1 */
-    float acc[SMALL_DIRECT_MAX];
-    for (int64_t i = i0; i < i1; i++)
-        for (int mo = 0; mo < M; mo++) {
-            for (int p = 0; p < span; p++) acc[p] = 0;
-            for (int c = 0; c < C; c++) {
-                const float *xc = X + ((size_t)i * C + c) * g->h * w;
-                const float *wc = W + ((size_t)mo * C + c) * kh * kw;
-                for (int ki = 0; ki < kh; ki++)
-                    for (int kj = 0; kj < kw; kj++) {
-                        const float wv = wc[ki * kw + kj];
-                        const float *restrict xs = xc + ki * w + kj;
-                        for (int p = 0; p < span; p++) acc[p] += wv * xs[p];
-                    }
-            }
-            float *y = Y + ((size_t)i * M + mo) * oh * ow;
-            for (int oy = 0; oy < oh; oy++) memcpy(y + oy * ow, acc + oy * w, sizeof(float) * ow);
-        }
-}
-
+/* ---- the small direct path (conv_small.c), spread over images ---------------------------------- */
 typedef struct small_job {
-    const fl_conv2d_geom *g;
-    int M;
-    const float *W, *X;
+    fl_lowered *L;
+    const float *W, *bias, *X, *dY;
     float *Y;
+    size_t size; /* gradient: floats of dW */
+    int bias_grad;
 } small_job;
 
-static void small_direct_range(void *ctx, int64_t lo, int64_t hi, int tid) {
+static void small_forward_range(void *ctx, int64_t lo, int64_t hi, int tid) {
+    (void)tid;
     const small_job *J = ctx;
-    conv_small_direct(J->g, lo, hi, J->M, J->W, J->X, J->Y);
+    fl_conv_small_forward(&J->L->g, J->L->zc, J->W, J->bias, J->X, J->Y, lo, hi);
 }
-
-/* The weight gradient of the same layers, dW[m,c,ki,kj] += sum_i sum_p dY_i[m](p) X_i[c](p +
- * ki*w + kj), with dY re-laid at the input's row width (junk columns zero) so that every tap
- * is one long dot product. Eight running sums per dot product let the compiler vectorise it
- * without reassociating anything (the order is fixed, so results are reproducible). Images
- * [i0, i1) add into dW, one thread's share. */
-FL_HOT_CLONES
-static void conv_small_grad_w(const fl_conv2d_geom *g, int64_t i0, int64_t i1, int M,
-                              const float *dY, const float *X, float *dW) {
-    const int C = g->c, oh = g->oh, ow = g->ow, kh = g->kh, kw = g->kw, w = g->w;
-    const int span = (oh - 1) * w + ow;
-    float dyw[SMALL_DIRECT_MAX];
-    for (int64_t i = i0; i < i1; i++)
-        for (int mo = 0; mo < M; mo++) {
-            const float *dy = dY + ((size_t)i * M + mo) * oh * ow;
-            for (int p = 0; p < span; p++) dyw[p] = 0;
-            for (int oy = 0; oy < oh; oy++) memcpy(dyw + oy * w, dy + oy * ow, sizeof(float) * ow);
-            for (int c = 0; c < C; c++) {
-                const float *xc = X + ((size_t)i * C + c) * g->h * w;
-                float *dwc = dW + ((size_t)mo * C + c) * kh * kw;
-                for (int ki = 0; ki < kh; ki++)
-                    for (int kj = 0; kj < kw; kj++) {
-                        const float *restrict xs = xc + ki * w + kj;
-                        float lane[8] = {0};
-                        int p = 0;
-                        for (; p + 8 <= span; p += 8)
-                            for (int l = 0; l < 8; l++) lane[l] += dyw[p + l] * xs[p + l];
-                        for (; p < span; p++) lane[0] += dyw[p] * xs[p];
-                        dwc[ki * kw + kj] += ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
-                                             ((lane[4] + lane[5]) + (lane[6] + lane[7]));
-                    }
-            }
-        }
-}
-
-typedef struct small_grad_job {
-    fl_lowered *L;
-    const float *dY, *X;
-} small_grad_job;
 
 static void small_grad_range(void *ctx, int64_t lo, int64_t hi, int tid) {
-    small_grad_job *J = ctx;
-    conv_small_grad_w(&J->L->g, lo, hi, J->L->zc, J->dY, J->X, J->L->buf[tid].dw);
+    const small_job *J = ctx;
+    float *dw = J->L->buf[tid].dw;
+    fl_conv_small_grad_w(&J->L->g, J->L->zc, J->dY, J->X, dw, J->bias_grad ? dw + J->size : NULL,
+                         lo, hi);
 }
 
-/* dW += the weight gradient, per-thread shares summed in thread order (as fl_lowered_grad_w) */
-static void conv_small_direct_grad_w(fl_lowered *L, float *dW, const float *dY, const float *X) {
+/* dW (and dB) += the gradients, per-thread shares summed in thread order */
+static void conv_small_direct_grad_w(fl_lowered *L, float *dW, float *dB, const float *dY,
+                                     const float *X) {
     size_t size = (size_t)L->zc * L->g.c * L->g.kh * L->g.kw;
-    for (int t = 0; t < L->slots; t++) memset(L->buf[t].dw, 0, sizeof(float) * size);
-    small_grad_job J = {L, dY, X};
+    shares_clear(L, size);
+    small_job J = {.L = L, .X = X, .dY = dY, .size = size, .bias_grad = dB != NULL};
     fl_parallel_for(L->n, small_grad_range, &J);
-    for (int t = 0; t < L->slots; t++)
-        for (size_t i = 0; i < size; i++) dW[i] += L->buf[t].dw[i];
+    shares_add(L, size, dW, dB);
 }
+
+static int conv_is_small_direct(const conv_state *s) { return fl_conv_small_ok(&s->L.g, s->group); }
 
 static void conv_forward(fl_model *m, fl_node *n) {
     conv_state *s = n->state;
     const fl_tensor *b = fl_in(m, n, 2);
     fl_tensor *y = fl_out(m, n, 0);
+    const float *bias = b ? b->data : NULL;
     if (conv_is_small_direct(s)) {
-        small_job J = {&s->L.g, s->L.zc, fl_in(m, n, 1)->data, fl_in(m, n, 0)->data, y->data};
-        fl_parallel_for(s->L.n, small_direct_range, &J);
+        small_job J = {.L = &s->L, .W = fl_in(m, n, 1)->data, .bias = bias,
+                       .X = fl_in(m, n, 0)->data, .Y = y->data};
+        fl_parallel_for(s->L.n, small_forward_range, &J);
         for (int t = 0; t < s->L.slots; t++) s->L.buf[t].cached = -1; /* no columns made */
     } else {
-        fl_lowered_forward(&s->L, fl_in(m, n, 1)->data, fl_in(m, n, 0)->data, y->data, 0);
+        fl_lowered_forward(&s->L, fl_in(m, n, 1)->data, fl_in(m, n, 0)->data, bias, y->data, 0);
     }
-    if (b) fl_bias_add(y->data, b->data, y->shape[0], y->shape[1], y->shape[2] * y->shape[3]);
 }
 
 static void conv_backward(fl_model *m, fl_node *n) {
@@ -533,11 +479,13 @@ static void conv_backward(fl_model *m, fl_node *n) {
     fl_tensor *dx = fl_gin(m, n, 0), *dw = fl_gin(m, n, 1), *db = fl_gin(m, n, 2);
     /* weight gradient first: it can reuse the columns the forward pass left in the buffer,
      * which the input gradient then overwrites */
+    float *dbias = db ? db->data : NULL;
     if (dw && conv_is_small_direct(s))
-        conv_small_direct_grad_w(&s->L, dw->data, dy->data, fl_in(m, n, 0)->data);
+        conv_small_direct_grad_w(&s->L, dw->data, dbias, dy->data, fl_in(m, n, 0)->data);
     else if (dw)
-        fl_lowered_grad_w(&s->L, dw->data, dy->data, fl_in(m, n, 0)->data, 1);
-    if (db) fl_bias_grad(db->data, dy->data, dy->shape[0], dy->shape[1], dy->shape[2] * dy->shape[3]);
+        fl_lowered_grad_w(&s->L, dw->data, dbias, dy->data, fl_in(m, n, 0)->data, 1);
+    else if (db) /* the bias alone (weights frozen) */
+        fl_bias_grad(db->data, dy->data, dy->shape[0], dy->shape[1], dy->shape[2] * dy->shape[3]);
     if (dx) fl_lowered_adjoint(&s->L, fl_in(m, n, 1)->data, dy->data, dx->data);
 }
 

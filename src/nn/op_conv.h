@@ -58,7 +58,8 @@ fl_status fl_window_out(const fl_node *n, const fl_window *w, int axis, int64_t 
 typedef struct fl_lowered_buf {
     float *cols;       /* [ci*kh*kw, nb*oh*ow] unless direct */
     float *mat;        /* [zc, nb*oh*ow] when nb > 1 */
-    float *dw;         /* [zc * (ci/g)*kh*kw]: this thread's share of the weight gradient */
+    float *dw;         /* [zc * (ci/g)*kh*kw + zc]: this thread's share of the weight
+                          gradient, then of the bias gradient (Conv) */
     size_t cols_cap, mat_cap, dw_cap; /* floats allocated */
     int cached;        /* chunk whose im2col(I) is still in cols (left by the last forward), or -1 */
 } fl_lowered_buf;
@@ -84,13 +85,28 @@ extern size_t fl_conv_cols_budget;
 fl_status fl_lowered_plan(fl_lowered *L, const fl_node *node, int n, int ci, int zc, int group,
                           const fl_conv2d_geom *g, int training, fl_err *e);
 void fl_lowered_free(fl_lowered *L);
-/* Z = W·im2col(I), or Z += when accumulate. Leaves each thread's last chunk in its cols. */
-void fl_lowered_forward(fl_lowered *L, const float *W, const float *I, float *Z, int accumulate);
+/* Z = W·im2col(I) (+ bias[zc] per channel, when not NULL), or Z += W·im2col(I) when
+ * accumulate. Leaves each thread's last chunk in its cols. */
+void fl_lowered_forward(fl_lowered *L, const float *W, const float *I, const float *bias,
+                        float *Z, int accumulate);
 /* I += col2im(W^T·Z). */
 void fl_lowered_adjoint(fl_lowered *L, const float *W, const float *Z, float *I);
-/* dW += Z·im2col(I)^T. trust_cache: I is unchanged since the last fl_lowered_forward on it, so
- * the columns it left behind may be reused. */
-void fl_lowered_grad_w(fl_lowered *L, float *dW, const float *Z, const float *I, int trust_cache);
+/* dW += Z·im2col(I)^T, and dB[zc] += the sums of Z's channels when dB is not NULL (Conv's bias
+ * gradient, summed by each thread while its chunk is in cache). trust_cache: I is unchanged
+ * since the last fl_lowered_forward on it, so the columns it left behind may be reused. */
+void fl_lowered_grad_w(fl_lowered *L, float *dW, float *dB, const float *Z, const float *I,
+                       int trust_cache);
+
+/* ---- small direct convolution (conv_small.c) ------------------------------------------------
+ * For few input taps per output (C*kh*kw <= FL_CONV_SMALL_TAPS), stride 1, no padding, no
+ * groups, and output rows that fit the kernels' stack buffers (oh*w <= FL_CONV_SMALL_WIDE).
+ * Images [i0, i1): Y = W (*) X (+ bias), or dW (and dB, when not NULL) += the gradients. */
+enum { FL_CONV_SMALL_TAPS = 32, FL_CONV_SMALL_WIDE = 4096 };
+int fl_conv_small_ok(const fl_conv2d_geom *g, int group);
+void fl_conv_small_forward(const fl_conv2d_geom *g, int M, const float *W, const float *bias,
+                           const float *X, float *Y, int64_t i0, int64_t i1);
+void fl_conv_small_grad_w(const fl_conv2d_geom *g, int M, const float *dY, const float *X,
+                          float *dW, float *dB, int64_t i0, int64_t i1);
 
 /* y[n, c, :] += b[c] over [N, C, P]; db[c] += sum of dy[n, c, :]. */
 void fl_bias_add(float *y, const float *b, int64_t n, int64_t c, int64_t p);

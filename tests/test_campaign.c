@@ -4,7 +4,6 @@
  * minimisation through the `flare` binary ($FLARE_BIN, default build/flare) and the library. */
 #include <dirent.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -391,24 +390,13 @@ static const char *flare_bin(void) {
     return b && *b ? b : "build/flare";
 }
 
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...) {
-    char cmd[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    int st = system(cmd);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
 static void test_replay(void **state) {
     char out[128];
     snprintf(out, sizeof out, "%s/o_dedup", tmp); /* from test_planted_found_once */
     if (access(flare_bin(), X_OK) != 0) skip();
     char junit[256];
     snprintf(junit, sizeof junit, "%s/junit.xml", tmp);
-    assert_int_equal(sh("%s agents replay %s/failures --junit %s -q -- %s >/dev/null 2>&1",
+    assert_int_equal(tu_sh(NULL, "%s agents replay %s/failures --junit %s -q -- %s",
                         flare_bin(), out, junit, tgt), 1);
     char *x = slurp(junit);
     assert_non_null(strstr(x, "<testsuite name=\"flare agents replay\" tests=\"2\" failures=\"2\""));
@@ -416,14 +404,14 @@ static void test_replay(void **state) {
     assert_non_null(strstr(x, "<failure type=\"reproduced\""));
     free(x);
     /* the defects fixed: nothing fails any more */
-    assert_int_equal(sh("%s agents replay %s/failures --junit %s -q -- %s --fixed >/dev/null 2>&1",
+    assert_int_equal(tu_sh(NULL, "%s agents replay %s/failures --junit %s -q -- %s --fixed",
                         flare_bin(), out, junit, tgt), 0);
     x = slurp(junit);
     assert_non_null(strstr(x, "tests=\"2\" failures=\"0\""));
     assert_null(strstr(x, "<failure"));
     free(x);
     /* usage: no target command */
-    assert_int_equal(sh("%s agents replay %s/failures >/dev/null 2>&1", flare_bin(), out), 2);
+    assert_int_equal(tu_sh(NULL, "%s agents replay %s/failures", flare_bin(), out), 2);
 
     /* the library: counts */
     fl_replay_opts ro = {.target = {.argv = (char *[]){tgt, NULL}, .timeout_ms = 3000}};
@@ -477,7 +465,7 @@ static void test_minimize(void **state) {
     if (access(flare_bin(), X_OK) != 0) return;
     snprintf(in, sizeof in, "%s/big.json", tmp);
     snprintf(outp, sizeof outp, "%s/cli.min.json", tmp);
-    assert_int_equal(sh("%s agents min %s -o %s -q -- %s >/dev/null 2>&1", flare_bin(), in,
+    assert_int_equal(tu_sh(NULL, "%s agents min %s -o %s -q -- %s", flare_bin(), in,
                         outp, tgt), 0);
     assert_int_equal(access(outp, F_OK), 0);
 }

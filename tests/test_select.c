@@ -4,7 +4,6 @@
 #include "testutil.h"
 
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "flare/onnx.h"
@@ -433,16 +432,6 @@ static void test_save(void **state) {
 }
 
 /* ---- the commands --------------------------------------------------------------------------------- */
-static int sh(const char *fmt, ...) {
-    char cmd[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    int st = system(cmd);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static void test_cli(void **state) {
     (void)state;
     const char *bin = getenv("FLARE_BIN");
@@ -470,16 +459,16 @@ static void test_cli(void **state) {
     }
     snprintf(p[4], sizeof p[4], "%s/imp.json", dir);
     snprintf(p[5], sizeof p[5], "%s/seeds.npy", dir);
-    assert_int_equal(sh("%s nn lrp -m %s -d npy:%s,%s --ratio 0.05 --rule zplus -o %s -q "
-                        ">/dev/null 2>&1", bin, p[6], p[0], p[1], p[4]), 0);
+    assert_int_equal(tu_sh(NULL, "%s nn lrp -m %s -d npy:%s,%s --ratio 0.05 --rule zplus -o %s -q",
+                        bin, p[6], p[0], p[1], p[4]), 0);
     fl_important *imp = NULL;
     assert_int_equal(fl_important_load(p[4], &imp, &e), FL_OK);
     assert_int_equal(imp->rule, FL_LRP_ZPLUS);
     assert_int_equal(imp->n_seen, 300);
     assert_true(imp->n_inputs > 150 && imp->n_inputs <= 300);
     fl_important_free(imp);
-    assert_int_equal(sh("%s nn select -m %s -d npy:%s,%s --train npy:%s,%s --strategy "
-                        "st-dper --important %s -n 6 -o %s >/dev/null 2>&1",
+    assert_int_equal(tu_sh(NULL, "%s nn select -m %s -d npy:%s,%s --train npy:%s,%s --strategy "
+                        "st-dper --important %s -n 6 -o %s",
                         bin, p[6], p[2], p[3], p[0], p[1], p[4], p[5]), 0);
     fl_npy idx;
     char ip[200];
@@ -501,16 +490,16 @@ static void test_cli(void **state) {
     assert_int_equal(count[0], 2);
     assert_int_equal(count[1], 2);
     fl_npy_free(&idx);
-    assert_int_equal(sh("%s nn select -m %s -d npy:%s,%s --strategy kmst -n 5 --seed 2 "
-                        "-o %s >/dev/null 2>&1", bin, p[6], p[2], p[3], p[5]), 0);
+    assert_int_equal(tu_sh(NULL, "%s nn select -m %s -d npy:%s,%s --strategy kmst -n 5 --seed 2 "
+                        "-o %s", bin, p[6], p[2], p[3], p[5]), 0);
     /* usage errors: st-* without --important; runtime: a missing model */
-    assert_int_equal(sh("%s nn select -m %s -d npy:%s,%s --strategy st-dall -o %s "
-                        ">/dev/null 2>&1", bin, p[6], p[2], p[3], p[5]), 2);
-    assert_int_equal(sh("%s nn lrp -m %s/none.onnx -d npy:%s,%s -o %s >/dev/null 2>&1", bin, dir,
+    assert_int_equal(tu_sh(NULL, "%s nn select -m %s -d npy:%s,%s --strategy st-dall -o %s",
+                        bin, p[6], p[2], p[3], p[5]), 2);
+    assert_int_equal(tu_sh(NULL, "%s nn lrp -m %s/none.onnx -d npy:%s,%s -o %s", bin, dir,
                         p[0], p[1], p[4]), 1);
-    assert_int_equal(sh("%s nn lrp -m %s -d npy:%s,%s --ratio 2 -o %s >/dev/null 2>&1",
+    assert_int_equal(tu_sh(NULL, "%s nn lrp -m %s -d npy:%s,%s --ratio 2 -o %s",
                         bin, p[6], p[0], p[1], p[4]), 2);
-    assert_int_equal(sh("rm -rf %s", dir), 0);
+    assert_int_equal(tu_sh(NULL, "rm -rf %s", dir), 0);
     fl_dataset_free(tr);
     fl_dataset_free(te);
     fl_model_free(m);

@@ -137,8 +137,8 @@ static inline double tu_gradcheck(const char *op_type, int n_in, fl_tensor *ins,
 }
 
 /* Run a shell command line with stderr merged into stdout; *out gets the output (malloc'd,
- * at most 64 KiB), the return value the exit status (128 when killed by a signal). For tests
- * that drive the flare binary. */
+ * at most 64 KiB; out NULL: the output is dropped), the return value the exit status (128
+ * when killed by a signal). For tests that drive the flare binary. */
 static inline int tu_sh(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static inline int tu_sh(char **out, const char *fmt, ...) {
     char cmd[2048];
@@ -155,7 +155,8 @@ static inline int tu_sh(char **out, const char *fmt, ...) {
     while ((got = fread(buf + len, 1, cap - 1 - len, p)) > 0) len += got;
     buf[len] = 0;
     int st = pclose(p);
-    *out = buf;
+    if (out) *out = buf;
+    else free(buf);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 

@@ -121,6 +121,65 @@ static void test_build_errors(void **state) {
     fl_model_free(m);
 }
 
+/* One value read by several nodes: the first gradient into it may be written rather than
+ * added (fl_gin_fresh), the others must add. x -> {Relu, MaxPool, Conv} in every order of
+ * the nodes (backward runs them last to first, so each op takes the "first" role once): the
+ * gradient of x from all three outputs at once equals the sum of the three single-output
+ * gradients. */
+static fl_model *fanout_model(int rot, const fl_tensor *w) {
+    fl_err e = {0};
+    fl_model *m = fl_model_new();
+    int64_t shp[4] = {0, 2, 6, 6}, k2[2] = {2, 2}, s2[2] = {2, 2};
+    fl_tensor decl = {0};
+    fl_tensor_set_shape(&decl, 4, shp);
+    int x = fl_model_add_value(m, "x", FL_VAL_INPUT, &decl, &e);
+    int wv = fl_model_add_value(m, "w", FL_VAL_PARAM, w, &e);
+    fl_attr pool[2] = {fl_attr_ints("kernel_shape", 2, k2), fl_attr_ints("strides", 2, s2)};
+    int outs[3];
+    for (int k = 0; k < 3; k++) {
+        int which = (k + rot) % 3, in[2] = {x, wv};
+        outs[which] = which == 0   ? fl_model_add_op(m, "Relu", "relu", 1, in, 0, NULL, &e)
+                      : which == 1 ? fl_model_add_op(m, "MaxPool", "pool", 1, in, 2, pool, &e)
+                                   : fl_model_add_op(m, "Conv", "conv", 2, in, 0, NULL, &e);
+        assert_true(outs[which] >= 0);
+    }
+    assert_int_equal(fl_model_set_io(m, 1, &x, 3, outs, &e), FL_OK);
+    assert_int_equal(fl_model_finish(m, &e), FL_OK);
+    return m;
+}
+
+static void test_fanout_grads(void **state) {
+    (void)state;
+    fl_err e = {0};
+    fl_rng r;
+    fl_rng_seed(&r, 11);
+    int64_t xs[4] = {3, 2, 6, 6}, ws[4] = {3, 2, 3, 3};
+    fl_tensor x = tu_tensor(4, xs, &r, -1, 1), w = tu_tensor(4, ws, &r, -1, 1);
+    for (int rot = 0; rot < 3; rot++) {
+        fl_model *m = fanout_model(rot, &w);
+        assert_int_equal(fl_model_forward(m, &x, &e), FL_OK);
+        fl_tensor seed[3];
+        for (int k = 0; k < 3; k++) {
+            const fl_tensor *y = fl_model_output(m, k);
+            seed[k] = tu_tensor(y->ndim, y->shape, &r, -1, 1);
+        }
+        float *sum = calloc((size_t)x.size, sizeof(float));
+        for (int k = 0; k < 3; k++) {
+            assert_int_equal(fl_model_backward_idx(m, 1, &m->outputs[k], &seed[k], &e), FL_OK);
+            const fl_tensor *g = fl_model_grad(m, "x");
+            for (int64_t i = 0; i < x.size; i++) sum[i] += g->data[i];
+        }
+        assert_int_equal(fl_model_backward_idx(m, 3, m->outputs, seed, &e), FL_OK);
+        const fl_tensor *g = fl_model_grad(m, "x");
+        for (int64_t i = 0; i < x.size; i++) assert_float_equal(g->data[i], sum[i], 1e-5);
+        free(sum);
+        for (int k = 0; k < 3; k++) fl_tensor_free(&seed[k]);
+        fl_model_free(m);
+    }
+    fl_tensor_free(&x);
+    fl_tensor_free(&w);
+}
+
 static void test_activation_grads(void **state) {
     const char *ops[] = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Identity"};
     fl_rng r;
@@ -140,7 +199,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_forward_and_taps), cmocka_unit_test(test_backward_seeds),
         cmocka_unit_test(test_bad_inputs),       cmocka_unit_test(test_build_errors),
-        cmocka_unit_test(test_activation_grads),
+        cmocka_unit_test(test_activation_grads), cmocka_unit_test(test_fanout_grads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

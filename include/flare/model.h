@@ -163,6 +163,10 @@ fl_status fl_node_check_attrs(const fl_node *n, const char *const *known, fl_err
 fl_tensor *fl_in(fl_model *m, fl_node *n, int i);
 fl_tensor *fl_out(fl_model *m, fl_node *n, int i);
 fl_tensor *fl_gin(fl_model *m, fl_node *n, int i);  /* NULL if no gradient wanted */
+/* The same for an op that can write the gradient instead of adding to it: *fresh = 1 when
+ * this is the first gradient into that value in this backward pass, and then the buffer is
+ * NOT cleared: the op must write every element. Saves a pass over the largest buffers. */
+fl_tensor *fl_gin_fresh(fl_model *m, fl_node *n, int i, int *fresh);
 fl_tensor *fl_gout(fl_model *m, fl_node *n, int i);
 
 /* ---- running -------------------------------------------------------------------------------- */

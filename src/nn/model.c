@@ -327,14 +327,21 @@ fl_tensor *fl_in(fl_model *m, fl_node *n, int i) {
     return i < n->n_in && n->in[i] >= 0 ? &m->values[n->in[i]].t : NULL;
 }
 fl_tensor *fl_out(fl_model *m, fl_node *n, int i) { return &m->values[n->out[i]].t; }
-fl_tensor *fl_gin(fl_model *m, fl_node *n, int i) {
+fl_tensor *fl_gin_fresh(fl_model *m, fl_node *n, int i, int *fresh) {
+    *fresh = 0;
     if (i >= n->n_in || n->in[i] < 0) return NULL;
     fl_value *v = &m->values[n->in[i]];
     if (!v->g.data) return NULL;
-    if (!m->touched[n->in[i]]) { /* first gradient into v in this pass: start from zero */
-        memset(v->g.data, 0, (size_t)v->g.size * sizeof(float));
-        m->touched[n->in[i]] = 1;
-    }
+    *fresh = !m->touched[n->in[i]];
+    m->touched[n->in[i]] = 1;
     return &v->g;
+}
+
+fl_tensor *fl_gin(fl_model *m, fl_node *n, int i) {
+    int fresh;
+    fl_tensor *g = fl_gin_fresh(m, n, i, &fresh);
+    /* first gradient into this value in this pass: start from zero */
+    if (fresh) memset(g->data, 0, (size_t)g->size * sizeof(float));
+    return g;
 }
 fl_tensor *fl_gout(fl_model *m, fl_node *n, int i) { return &m->values[n->out[i]].g; }

@@ -54,6 +54,7 @@ typedef struct relu_job {
     const float *x, *y, *dy;
     float *out;
     int64_t size;
+    int fresh; /* backward: write dx instead of adding to it */
 } relu_job;
 
 static void relu_fwd_range(void *ctx, int64_t lo, int64_t hi, int tid) {
@@ -69,10 +70,16 @@ static void relu_bwd_range(void *ctx, int64_t lo, int64_t hi, int tid) {
     const float *restrict y = J->y, *restrict dy = J->dy;
     float *restrict dx = J->out;
     int64_t a = lo * RELU_BLOCK, b = hi * RELU_BLOCK < J->size ? hi * RELU_BLOCK : J->size;
-    for (int64_t i = a; i < b; i++) {
-        const float g = dy[i]; /* loaded unconditionally, so the select vectorises */
-        dx[i] += y[i] > 0 ? g : 0.0f;
-    }
+    if (J->fresh)
+        for (int64_t i = a; i < b; i++) {
+            const float g = dy[i]; /* loaded unconditionally, so the select vectorises */
+            dx[i] = y[i] > 0 ? g : 0.0f;
+        }
+    else
+        for (int64_t i = a; i < b; i++) {
+            const float g = dy[i];
+            dx[i] += y[i] > 0 ? g : 0.0f;
+        }
 }
 
 static void relu_forward(fl_model *m, fl_node *n) {
@@ -82,10 +89,11 @@ static void relu_forward(fl_model *m, fl_node *n) {
 }
 
 static void relu_backward(fl_model *m, fl_node *n) {
-    fl_tensor *dx = fl_gin(m, n, 0);
+    int fresh;
+    fl_tensor *dx = fl_gin_fresh(m, n, 0, &fresh);
     if (!dx) return;
     relu_job J = {.y = fl_out(m, n, 0)->data, .dy = fl_gout(m, n, 0)->data, .out = dx->data,
-                  .size = dx->size};
+                  .size = dx->size, .fresh = fresh};
     fl_parallel_for((dx->size + RELU_BLOCK - 1) / RELU_BLOCK, relu_bwd_range, &J);
 }
 static const fl_op op_relu = {"Relu", relu_init, unary_shape, relu_forward, relu_backward, unary_free};

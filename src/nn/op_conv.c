@@ -250,7 +250,7 @@ typedef struct lowered_job {
     fl_lowered *L;
     const float *W, *cI, *cZ, *bias;
     float *I, *Z;
-    int accumulate, trust_cache, bias_grad;
+    int accumulate, trust_cache, bias_grad, clear;
 } lowered_job;
 
 static void chunk_span(const fl_lowered *L, int64_t c, int *n0, int *b) {
@@ -300,16 +300,20 @@ static void adjoint_range(void *ctx, int64_t lo, int64_t hi, int tid) {
         const float *mat = chunk_mat(L, B, J->cZ, n0, b);
         /* direct: the "columns" are I's own channels, so W^T·Z adds into I in place */
         float *dst = L->direct ? J->I + (size_t)n0 * L->ci * p : B->cols;
-        float beta = L->direct ? 1.0f : 0.0f;
+        float beta = L->direct && !J->clear ? 1.0f : 0.0f;
         for (int gi = 0; gi < L->group; gi++)
             fl_sgemm(1, 0, kg, ld, zg, 1.0f, J->W + (size_t)gi * zg * kg, kg,
                      mat + (size_t)gi * zg * ld, ld, beta, dst + (size_t)gi * kg * ld, ld);
-        if (!L->direct) chunk_fold(L, B, NULL, J->I, n0, b);
+        if (L->direct) continue;
+        if (J->clear) /* the chunk's images, while they are about to be in cache anyway */
+            memset(J->I + (size_t)n0 * L->ci * g->h * g->w, 0,
+                   sizeof(float) * (size_t)b * L->ci * g->h * g->w);
+        chunk_fold(L, B, NULL, J->I, n0, b);
     }
 }
 
-void fl_lowered_adjoint(fl_lowered *L, const float *W, const float *Z, float *I) {
-    lowered_job J = {.L = L, .W = W, .cZ = Z, .I = I};
+void fl_lowered_adjoint(fl_lowered *L, const float *W, const float *Z, float *I, int clear) {
+    lowered_job J = {.L = L, .W = W, .cZ = Z, .I = I, .clear = clear};
     fl_parallel_for(L->chunks, adjoint_range, &J);
 }
 
@@ -476,7 +480,8 @@ static void conv_forward(fl_model *m, fl_node *n) {
 static void conv_backward(fl_model *m, fl_node *n) {
     conv_state *s = n->state;
     const fl_tensor *dy = fl_gout(m, n, 0);
-    fl_tensor *dx = fl_gin(m, n, 0), *dw = fl_gin(m, n, 1), *db = fl_gin(m, n, 2);
+    int fresh;
+    fl_tensor *dx = fl_gin_fresh(m, n, 0, &fresh), *dw = fl_gin(m, n, 1), *db = fl_gin(m, n, 2);
     /* weight gradient first: it can reuse the columns the forward pass left in the buffer,
      * which the input gradient then overwrites */
     float *dbias = db ? db->data : NULL;
@@ -486,7 +491,7 @@ static void conv_backward(fl_model *m, fl_node *n) {
         fl_lowered_grad_w(&s->L, dw->data, dbias, dy->data, fl_in(m, n, 0)->data, 1);
     else if (db) /* the bias alone (weights frozen) */
         fl_bias_grad(db->data, dy->data, dy->shape[0], dy->shape[1], dy->shape[2] * dy->shape[3]);
-    if (dx) fl_lowered_adjoint(&s->L, fl_in(m, n, 1)->data, dy->data, dx->data);
+    if (dx) fl_lowered_adjoint(&s->L, fl_in(m, n, 1)->data, dy->data, dx->data, fresh);
 }
 
 static const fl_op op_conv = {"Conv", conv_init, conv_shape, conv_forward, conv_backward, conv_free};

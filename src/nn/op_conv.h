@@ -89,8 +89,8 @@ void fl_lowered_free(fl_lowered *L);
  * accumulate. Leaves each thread's last chunk in its cols. */
 void fl_lowered_forward(fl_lowered *L, const float *W, const float *I, const float *bias,
                         float *Z, int accumulate);
-/* I += col2im(W^T·Z). */
-void fl_lowered_adjoint(fl_lowered *L, const float *W, const float *Z, float *I);
+/* I += col2im(W^T·Z), or I = when clear (each thread clears its own images). */
+void fl_lowered_adjoint(fl_lowered *L, const float *W, const float *Z, float *I, int clear);
 /* dW += Z·im2col(I)^T, and dB[zc] += the sums of Z's channels when dB is not NULL (Conv's bias
  * gradient, summed by each thread while its chunk is in cache). trust_cache: I is unchanged
  * since the last fl_lowered_forward on it, so the columns it left behind may be reused. */

@@ -118,8 +118,7 @@ static void convt_forward(fl_model *m, fl_node *n) {
     convt_state *s = n->state;
     const fl_tensor *b = fl_in(m, n, 2);
     fl_tensor *y = fl_out(m, n, 0);
-    memset(y->data, 0, (size_t)y->size * sizeof(float));
-    fl_lowered_adjoint(&s->L, fl_in(m, n, 1)->data, fl_in(m, n, 0)->data, y->data);
+    fl_lowered_adjoint(&s->L, fl_in(m, n, 1)->data, fl_in(m, n, 0)->data, y->data, 1);
     if (b) fl_bias_add(y->data, b->data, y->shape[0], y->shape[1], y->shape[2] * y->shape[3]);
 }
 

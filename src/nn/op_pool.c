@@ -224,6 +224,7 @@ typedef struct maxpool_grad_job {
     const pool_state *s;
     const float *dy;
     float *dx;
+    int fresh; /* dx not cleared yet: each plane is cleared here, while it is in cache */
 } maxpool_grad_job;
 
 /* planes [lo, hi): each output's gradient goes to the input element that won its window */
@@ -235,15 +236,17 @@ static void maxpool_backward_range(void *ctx, int64_t lo, int64_t hi, int tid) {
         float *dxp = J->dx + p * plane;
         const int32_t *ap = s->argmax + p * oplane;
         const float *dyp = J->dy + p * oplane;
+        if (J->fresh) memset(dxp, 0, sizeof(float) * plane);
         for (size_t j = 0; j < oplane; j++)
             if (ap[j] >= 0) dxp[ap[j]] += dyp[j];
     }
 }
 
 static void maxpool_backward(fl_model *m, fl_node *n) {
-    fl_tensor *dx = fl_gin(m, n, 0);
+    int fresh;
+    fl_tensor *dx = fl_gin_fresh(m, n, 0, &fresh);
     if (!dx) return;
-    maxpool_grad_job J = {n->state, fl_gout(m, n, 0)->data, dx->data};
+    maxpool_grad_job J = {n->state, fl_gout(m, n, 0)->data, dx->data, fresh};
     fl_parallel_for(J.s->planes, maxpool_backward_range, &J);
 }
 

@@ -17,6 +17,14 @@ int camp_paths_add(camp_paths *l, const char *p); /* copies p; -1 when out of me
 void camp_paths_free(camp_paths *l);
 void camp_paths_sort(camp_paths *l);              /* strcmp order */
 
+/* ---- a growing string (report.c): fuzzer_stats, the reports ---------------------------------- */
+typedef struct rp_buf {
+    char *p;      /* may start NULL */
+    size_t len, cap;
+    int oom;      /* set when memory ran out: later appends are dropped */
+} rp_buf;
+void rp_printf(rp_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* ---- output folder (outdir.c) ---------------------------------------------------------------- */
 /* mkdir -p. */
 fl_status od_mkdirs(const char *path, fl_err *e);

@@ -16,7 +16,6 @@
  */
 #include <dirent.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -103,50 +102,18 @@ void od_file_name(const char *sig, char *buf, size_t n) {
 }
 
 /* ---- fuzzer_stats -------------------------------------------------------------------------- */
-typedef struct sbuf {
-    char *p;
-    size_t len, cap;
-    int oom;
-} sbuf;
-
-static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf *b, const char *fmt, ...) {
-    if (b->oom) return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int k = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-        va_end(ap);
-        if (k < 0) return;
-        if ((size_t)k < b->cap - b->len) {
-            b->len += (size_t)k;
-            return;
-        }
-        size_t cap = (b->cap + (size_t)k + 1) * 2;
-        char *q = realloc(b->p, cap);
-        if (!q) {
-            b->oom = 1;
-            return;
-        }
-        b->p = q, b->cap = cap;
-    }
-}
-
 /* A value on one line: newlines would start a bogus key. */
-static void sb_kv_str(sbuf *b, const char *key, const char *v) {
-    sb_printf(b, "%-18s: ", key);
-    for (const char *s = v ? v : ""; *s; s++) sb_printf(b, "%c", *s == '\n' || *s == '\r' ? ' ' : *s);
-    sb_printf(b, "\n");
+static void kv_str(rp_buf *b, const char *key, const char *v) {
+    rp_printf(b, "%-18s: ", key);
+    for (const char *s = v ? v : ""; *s; s++) rp_printf(b, "%c", *s == '\n' || *s == '\r' ? ' ' : *s);
+    rp_printf(b, "\n");
 }
 
 fl_status od_write_stats(const char *out_dir, const fl_campaign_stats *s, const od_meta *m,
                          fl_err *e) {
-    sbuf b = {0};
-    b.cap = 2048;
-    if (!(b.p = malloc(b.cap))) return fl_fail(e, FL_ERR_NOMEM, "out of memory");
-    b.p[0] = 0;
+    rp_buf b = {0};
     double now = (double)time(NULL);
-#define KV(key, fmt, ...) sb_printf(&b, "%-18s: " fmt "\n", key, __VA_ARGS__)
+#define KV(key, fmt, ...) rp_printf(&b, "%-18s: " fmt "\n", key, __VA_ARGS__)
     KV("start_time", "%.0f", s->start_time);
     KV("last_update", "%.0f", now);
     KV("run_time", "%.0f", s->run_time);
@@ -159,9 +126,9 @@ fl_status od_write_stats(const char *out_dir, const fl_campaign_stats *s, const 
     KV("edges_found", "%d", s->edges_seen);
     KV("edges_allowed", "%d", s->edges_allowed);
     if (s->inter_cov >= 0) KV("inter_agent_cov", "%.2f%%", 100 * s->inter_cov);
-    else sb_kv_str(&b, "inter_agent_cov", "n/a");
+    else kv_str(&b, "inter_agent_cov", "n/a");
     if (s->intra_cov >= 0) KV("intra_agent_cov", "%.2f%%", 100 * s->intra_cov);
-    else sb_kv_str(&b, "intra_agent_cov", "n/a");
+    else kv_str(&b, "intra_agent_cov", "n/a");
     KV("saved_findings", "%d", s->findings);
     for (int i = 0; i < s->n_kinds; i++) {
         char key[40];
@@ -183,14 +150,14 @@ fl_status od_write_stats(const char *out_dir, const fl_campaign_stats *s, const 
     if (s->otlp_on) KV("otlp_spans", "%ld", s->otlp_spans);
     if (s->otlp_on) KV("otlp_late", "%ld", s->otlp_late);
     KV("seed", "%llu", (unsigned long long)m->seed);
-    sb_kv_str(&b, "schedule", m->schedule);
+    kv_str(&b, "schedule", m->schedule);
     KV("jobs", "%d", m->jobs);
-    sb_kv_str(&b, "target_mode", m->fresh ? "fresh" : "persistent");
+    kv_str(&b, "target_mode", m->fresh ? "fresh" : "persistent");
     KV("timeout_ms", "%d", m->timeout_ms);
-    sb_kv_str(&b, "spec", m->spec ? m->spec : "");
-    sb_kv_str(&b, "target", m->target);
-    sb_kv_str(&b, "command_line", m->command_line);
-    sb_kv_str(&b, "flare_version", FLARE_VERSION);
+    kv_str(&b, "spec", m->spec ? m->spec : "");
+    kv_str(&b, "target", m->target);
+    kv_str(&b, "command_line", m->command_line);
+    kv_str(&b, "flare_version", FLARE_VERSION);
 #undef KV
     fl_status st;
     char path[4096];

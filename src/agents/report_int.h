@@ -24,13 +24,6 @@ typedef struct rp_data {
     rp_finding *find;
 } rp_data;
 
-/* sbuf: a growing string. */
-typedef struct rp_buf {
-    char *p;
-    size_t len, cap;
-    int oom;
-} rp_buf;
-void rp_printf(rp_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void rp_html(rp_buf *b, const char *s); /* s escaped for HTML text and attributes */
 const char *rp_stat(const rp_data *d, const char *key); /* "" when missing */
 /* The summary table both reports open with: {label, fuzzer_stats key} */

@@ -87,6 +87,43 @@ static void test_gemm(void **state) {
             }
 }
 
+/* fl_sgemm splits a large product over the threads by rows or by columns of C: every
+ * transpose combination, padded leading dimensions (the padding must stay untouched) and
+ * beta != 0, against a double-precision reference. */
+static void test_sgemm_split(void **state) {
+    (void)state;
+    const int shapes[2][3] = {{100, 40, 80}, {40, 100, 80}}; /* M >= N: rows; else columns */
+    int threads = fl_threads_get();
+    fl_threads_set(2);
+    fl_rng r;
+    fl_rng_seed(&r, 3);
+    for (int sh = 0; sh < 2; sh++)
+        for (int t = 0; t < 4; t++) {
+            int M = shapes[sh][0], N = shapes[sh][1], K = shapes[sh][2], ta = t & 1, tb = t >> 1;
+            int lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 2, ldc = N + 5;
+            int ar = ta ? K : M, br = tb ? N : K;
+            float *A = malloc(sizeof(float) * ar * lda), *B = malloc(sizeof(float) * br * ldb);
+            float *C = malloc(sizeof(float) * M * ldc);
+            for (int i = 0; i < ar * lda; i++) A[i] = fl_rng_uniform(&r) - 0.5f;
+            for (int i = 0; i < br * ldb; i++) B[i] = fl_rng_uniform(&r) - 0.5f;
+            for (int i = 0; i < M * ldc; i++) C[i] = (float)(i % 7);
+            fl_sgemm(ta, tb, M, N, K, 0.5f, A, lda, B, ldb, 2.0f, C, ldc);
+            for (int i = 0; i < M; i++) {
+                for (int j = 0; j < N; j++) {
+                    double s = 0;
+                    for (int k = 0; k < K; k++)
+                        s += (double)(ta ? A[k * lda + i] : A[i * lda + k]) *
+                             (tb ? B[j * ldb + k] : B[k * ldb + j]);
+                    double want = 0.5 * s + 2.0 * ((i * ldc + j) % 7);
+                    assert_float_equal(C[i * ldc + j], want, 1e-4 * (1 + fabs(want)));
+                }
+                for (int j = N; j < ldc; j++) assert_float_equal(C[i * ldc + j], ((i * ldc + j) % 7), 0);
+            }
+            free(A), free(B), free(C);
+        }
+    fl_threads_set(threads);
+}
+
 static void test_gemm_defaults_and_errors(void **state) {
     fl_err e = {0};
     int64_t as[2] = {2, 3}, bs[2] = {3, 4}, bad[2] = {4, 4};
@@ -588,7 +625,7 @@ static void test_batchnorm_training_values(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_gemm),
+        cmocka_unit_test(test_gemm), cmocka_unit_test(test_sgemm_split),
         cmocka_unit_test(test_gemm_defaults_and_errors),
         cmocka_unit_test(test_matmul),
         cmocka_unit_test(test_elementwise),

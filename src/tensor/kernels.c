@@ -3,13 +3,53 @@
 #include <string.h>
 
 #include "core/simd.h"
+#include "flare/flare.h"
 #include "flare/tensor.h"
+
+static void sgemm1(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
+                   int lda, const float *B, int ldb, float beta, float *C, int ldc) {
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+/* A product called outside any parallel region (a dense layer) is split over the thread pool
+ * (BLAS itself runs single-threaded, see src/core/parallel.c): C's rows or columns, whichever
+ * are more, in blocks of SPLIT_UNIT so that every part keeps the kernel's full tiles. Each
+ * element of C is still one dot product over K in BLAS's order. Inside a parallel region
+ * (the convolutions' per-thread GEMMs) fl_parallel_for runs the whole range inline. */
+enum { SPLIT_UNIT = 16, SPLIT_MIN_MACS = 1 << 18 };
+
+typedef struct gemm_job {
+    int ta, tb, M, N, K, lda, ldb, ldc, by_rows;
+    float alpha, beta;
+    const float *A, *B;
+    float *C;
+} gemm_job;
+
+static void gemm_range(void *ctx, int64_t lo, int64_t hi, int tid) {
+    (void)tid;
+    const gemm_job *J = ctx;
+    int dim = J->by_rows ? J->M : J->N;
+    int a = (int)lo * SPLIT_UNIT, b = (int)hi * SPLIT_UNIT < dim ? (int)hi * SPLIT_UNIT : dim;
+    if (J->by_rows) /* rows a..b of op(A) and of C */
+        sgemm1(J->ta, J->tb, b - a, J->N, J->K, J->alpha,
+               J->ta ? J->A + a : J->A + (size_t)a * J->lda, J->lda, J->B, J->ldb, J->beta,
+               J->C + (size_t)a * J->ldc, J->ldc);
+    else /* columns a..b of op(B) and of C */
+        sgemm1(J->ta, J->tb, J->M, b - a, J->K, J->alpha, J->A, J->lda,
+               J->tb ? J->B + (size_t)a * J->ldb : J->B + a, J->ldb, J->beta, J->C + a, J->ldc);
+}
 
 void fl_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
               int lda, const float *B, int ldb, float beta, float *C, int ldc) {
     if (M == 0 || N == 0) return;
-    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-                trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    int by_rows = M >= N, dim = by_rows ? M : N;
+    if ((int64_t)M * N * K < SPLIT_MIN_MACS || dim < 2 * SPLIT_UNIT || fl_threads_get() < 2) {
+        sgemm1(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    gemm_job J = {trans_a, trans_b, M, N, K, lda, ldb, ldc, by_rows, alpha, beta, A, B, C};
+    fl_parallel_for((dim + SPLIT_UNIT - 1) / SPLIT_UNIT, gemm_range, &J);
 }
 
 /* The columns ox of one cols row whose input column ix = x0 + ox*sw falls inside [0, w):

@@ -27,9 +27,11 @@ typedef int32_t v8i __attribute__((vector_size(32)));
 #define VSEL(m, a, b) ((v8f)(((m) & (v8i)(a)) | (~(m) & (v8i)(b))))
 #define VMAX(a, b) VSEL((a) > (b), a, b)
 #define VABS(a) ((v8f)((v8i)(a) & 0x7fffffff))
+/* The lanes' total: lane k + lane k+4 in float, then those four in double (a fixed order;
+ * folding all eight in double cost as much as summing a short channel). */
 INLINE double fold(const v8f *a) {
     double s = 0;
-    for (int k = 0; k < LANES; k++) s += (*a)[k];
+    for (int k = 0; k < LANES / 2; k++) s += (double)((*a)[k] + (*a)[k + LANES / 2]);
     return s;
 }
 
@@ -74,14 +76,14 @@ typedef struct {
     fl_cover_view *v;
     const float *data;
     int64_t C, hw, T, off, roff; /* roff: the Relu layer's first neuron, -1 when none */
+    double inv_hw;               /* 1 / hw: a mean is a product, not a division per channel */
     int l, rl, L, range, absv;
 } fill_job;
 
 /* Write neuron c of the layer at (off, l) of input b. */
 INLINE void put(const fill_job *j, int64_t b, int64_t off, int64_t c, double sum, double asum) {
-    double hw = (double)j->hw;
-    j->v->mean[b * j->T + off + c] = (float)(sum / hw);
-    if (j->absv) j->v->absmean[b * j->T + off + c] = (float)(asum / hw);
+    j->v->mean[b * j->T + off + c] = (float)(sum * j->inv_hw);
+    if (j->absv) j->v->absmean[b * j->T + off + c] = (float)(asum * j->inv_hw);
 }
 
 /* A dense layer of input b (hw == 1): the values are the neurons, so they are copied (the
@@ -177,8 +179,8 @@ fl_status fl_cover_view_fill(fl_cover_view *v, const fl_layerset *ls, const fl_m
         int r = relu_of(ls, done, l);
         done[l] = 1;
         if (r >= 0) done[r] = 1;
-        fill_job j = {v, t->data, C, hw, T, ls->offset[l], r >= 0 ? ls->offset[r] : -1,
-                      l, r, ls->n, range, absv};
+        fill_job j = {v,  t->data, C, hw, T, ls->offset[l], r >= 0 ? ls->offset[r] : -1,
+                      1.0 / (double)hw, l, r, ls->n, range, absv};
         /* Small layers are not worth waking the pool for. */
         if (N * C * hw >= 65536) fl_parallel_for(N, fill_range, &j);
         else fill_range(&j, 0, N, 0);

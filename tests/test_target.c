@@ -465,25 +465,6 @@ static void test_bad_command(void **state) {
 }
 
 /* ---- flare agents run ------------------------------------------------------------------------ */
-static char *run_cli(int *rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static char *run_cli(int *rc, const char *fmt, ...) {
-    char cmd[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    strcat(cmd, " 2>&1");
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t cap = 1 << 16, len = 0, got;
-    char *out = malloc(cap);
-    while ((got = fread(out + len, 1, cap - len - 1, p)) > 0) len += got;
-    out[len] = 0;
-    int st = pclose(p);
-    *rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-    return out;
-}
-
 static void test_cli_agents_run(void **state) {
     const char *bin = getenv("FLARE_BIN");
     if (!bin || access(bin, X_OK)) skip();
@@ -492,8 +473,8 @@ static void test_cli_agents_run(void **state) {
     FILE *f = fopen(cs, "w");
     fputs("{\"id\":\"000077\",\"turns\":[\"what is 2+2?\",\"and 3+3?\"],\"seed\":5}\n", f);
     fclose(f);
-    int rc;
-    char *out = run_cli(&rc, "%s agents run %s -- %s echo", bin, cs, tgt);
+    char *out;
+    int rc = tu_sh(&out, "%s agents run %s -- %s echo", bin, cs, tgt);
     if (rc != 0) fail_msg("exit %d:\n%s", rc, out);
     const char *want[] = {"message", "user -> Master", "tool_call", "calc", "tool_result",
                           "branch", "route", "output", "id 000077", "done"};
@@ -501,7 +482,7 @@ static void test_cli_agents_run(void **state) {
         if (!strstr(out, want[i])) fail_msg("no \"%s\" in:\n%s", want[i], out);
     free(out);
 
-    out = run_cli(&rc, "%s agents run --json --case %s -- %s echo", bin, cs, tgt);
+    rc = tu_sh(&out, "%s agents run --json --case %s -- %s echo", bin, cs, tgt);
     assert_int_equal(rc, 0);
     cJSON *j = cJSON_Parse(out);
     if (!j) fail_msg("not JSON:\n%s", out);
@@ -513,28 +494,28 @@ static void test_cli_agents_run(void **state) {
     cJSON_Delete(j);
     free(out);
 
-    out = run_cli(&rc, "%s agents run %s -t 200 -- %s hang", bin, cs, tgt);
+    rc = tu_sh(&out, "%s agents run %s -t 200 -- %s hang", bin, cs, tgt);
     assert_int_equal(rc, 0);
     if (!strstr(out, "hang")) fail_msg("no hang in:\n%s", out);
     free(out);
-    out = run_cli(&rc, "%s agents run %s --fresh -- %s env", bin, cs, tgt);
+    rc = tu_sh(&out, "%s agents run %s --fresh -- %s env", bin, cs, tgt);
     assert_int_equal(rc, 0);
     if (!strstr(out, "|000077")) fail_msg("no case id from the environment in:\n%s", out);
     free(out);
-    out = run_cli(&rc, "%s agents run %s -- /nonexistent/target", bin, cs);
+    rc = tu_sh(&out, "%s agents run %s -- /nonexistent/target", bin, cs);
     assert_int_equal(rc, 1);
     assert_non_null(strstr(out, "flare: cannot run target '/nonexistent/target'"));
     free(out);
-    out = run_cli(&rc, "%s agents run %s/missing.json -- %s echo", bin, tmp, tgt);
+    rc = tu_sh(&out, "%s agents run %s/missing.json -- %s echo", bin, tmp, tgt);
     assert_int_equal(rc, 1);
     assert_non_null(strstr(out, "missing.json"));
     free(out);
-    out = run_cli(&rc, "%s agents run %s", bin, cs);
+    rc = tu_sh(&out, "%s agents run %s", bin, cs);
     assert_int_equal(rc, 2);
     assert_non_null(strstr(out, "-- CMD"));
     free(out);
     /* words after -- belong to the target, even when they look like flare flags */
-    out = run_cli(&rc, "%s agents run %s -- %s echo --json", bin, cs, tgt);
+    rc = tu_sh(&out, "%s agents run %s -- %s echo --json", bin, cs, tgt);
     assert_int_equal(rc, 0);
     assert_null(strstr(out, "\"events\""));
     free(out);

@@ -23,14 +23,8 @@ static void write_file(const char *path, const char *text) {
 static int setup(void **state) {
     strcpy(tmp, "/tmp/flare_campaign_XXXXXX");
     if (!mkdtemp(tmp)) return -1;
-    char src[512], cmd[1024];
-    snprintf(src, sizeof src, "%s", __FILE__);
-    char *slash = strrchr(src, '/');
-    snprintf(slash ? slash + 1 : src, sizeof src - (size_t)(slash ? slash + 1 - src : 0),
-             "targets/campaign_tgt.c");
     snprintf(tgt, sizeof tgt, "%s/campaign_tgt", tmp);
-    snprintf(cmd, sizeof cmd, "cc -O1 -o %s %s", tgt, src);
-    if (system(cmd) != 0) return -1;
+    if (tu_build_target("campaign_tgt", tgt) != 0) return -1;
     snprintf(seeds, sizeof seeds, "%s/seeds", tmp);
     mkdir(seeds, 0755);
     char p[256];

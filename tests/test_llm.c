@@ -473,12 +473,9 @@ static void test_campaign(void **st) {
     (void)st;
     mktmp();
     setenv("OPENAI_API_KEY", KEY, 1);
-    char src[512], tgt[300], seeds[300], cmd[1200], p[700], out[300], cache[300];
-    snprintf(src, sizeof src, "%s", __FILE__);
-    *strrchr(src, '/') = 0;
+    char tgt[300], seeds[300], p[700], out[300], cache[300];
     snprintf(tgt, sizeof tgt, "%s/tgt", tmpdir);
-    snprintf(cmd, sizeof cmd, "cc -O1 -o %s %s/targets/campaign_tgt.c", tgt, src);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(tu_build_target("campaign_tgt", tgt), 0);
     snprintf(seeds, sizeof seeds, "%s/seeds", tmpdir);
     mkdir(seeds, 0755);
     snprintf(p, sizeof p, "%s/a.txt", seeds);

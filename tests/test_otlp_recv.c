@@ -22,13 +22,7 @@ static int setup(void **state) {
     strcpy(tmp, "/tmp/flare_otlprecv_XXXXXX");
     if (!mkdtemp(tmp)) return -1;
     snprintf(tgt, sizeof tgt, "%s/otlp_tgt", tmp);
-    char src[512], cmd[1024];
-    snprintf(src, sizeof src, "%s", __FILE__);
-    char *slash = strrchr(src, '/');
-    snprintf(slash ? slash + 1 : src, sizeof src - (size_t)(slash ? slash + 1 - src : 0),
-             "targets/otlp_tgt.c");
-    snprintf(cmd, sizeof cmd, "cc -O1 -o %s %s", tgt, src);
-    return system(cmd) == 0 ? 0 : -1;
+    return tu_build_target("otlp_tgt", tgt);
 }
 
 static int teardown(void **state) {

@@ -22,18 +22,7 @@ static int setup(void **state) {
     strcpy(tmp, "/tmp/flare_target_XXXXXX");
     if (!mkdtemp(tmp)) return -1;
     snprintf(tgt, sizeof tgt, "%s/agent_tgt", tmp);
-    /* the source sits next to this file: tests/targets/agent_tgt.c */
-    char src[512], cmd[1024];
-    snprintf(src, sizeof src, "%s", __FILE__);
-    char *slash = strrchr(src, '/');
-    snprintf(slash ? slash + 1 : src, sizeof src - (size_t)(slash ? slash + 1 - src : 0),
-             "targets/agent_tgt.c");
-    snprintf(cmd, sizeof cmd, "cc -O1 -o %s %s", tgt, src);
-    if (system(cmd) != 0) {
-        fprintf(stderr, "test_target: cannot compile %s\n", src);
-        return -1;
-    }
-    return 0;
+    return tu_build_target("agent_tgt", tgt);
 }
 
 static int teardown(void **state) {

@@ -160,4 +160,19 @@ static inline int tu_sh(char **out, const char *fmt, ...) {
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
+/* Compile the test target tests/targets/NAME.c (the folder next to this file) into the
+ * program `out` with cc -O1. Returns 0, or -1 after saying so on stderr. For the setups of
+ * tests that drive a target process. */
+static inline int tu_build_target(const char *name, const char *out) {
+    char src[512], cmd[2048];
+    snprintf(src, sizeof src, "%s", __FILE__);
+    char *slash = strrchr(src, '/');
+    size_t dir = slash ? (size_t)(slash + 1 - src) : 0;
+    snprintf(src + dir, sizeof src - dir, "targets/%s.c", name);
+    snprintf(cmd, sizeof cmd, "cc -O1 -o %s %s", out, src);
+    if (system(cmd) == 0) return 0;
+    fprintf(stderr, "cannot compile %s\n", src);
+    return -1;
+}
+
 #endif

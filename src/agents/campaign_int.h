@@ -16,6 +16,11 @@ typedef struct camp_paths {
 int camp_paths_add(camp_paths *l, const char *p); /* copies p; -1 when out of memory */
 void camp_paths_free(camp_paths *l);
 void camp_paths_sort(camp_paths *l);              /* strcmp order */
+/* Add the regular files under dir (hidden ones skipped) to l, then sort l; with levels > 0
+ * also those in sub-folders that deep. keep, unless NULL, chooses by name which folders are
+ * entered (is_dir 1) and which files are taken. Seeds (-i), the queue, saved cases. */
+fl_status camp_paths_list(const char *dir, camp_paths *l, int levels,
+                          int (*keep)(const char *name, int is_dir), fl_err *e);
 
 /* ---- a growing string (report.c): fuzzer_stats, the reports ---------------------------------- */
 typedef struct rp_buf {

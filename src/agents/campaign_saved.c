@@ -2,7 +2,6 @@
  * report. A plain request ({"turns":[...]}) or a text file is a saved case too, without a
  * finding, so `flare agents min` and `replay` also take hand-written cases. */
 #include <cjson/cJSON.h>
-#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,27 +62,11 @@ static int ends_with(const char *s, const char *suf) {
     return a >= b && !strcmp(s + a - b, suf);
 }
 
-static fl_status walk(const char *dir, camp_paths *l, int depth, fl_err *e) {
-    if (depth > 16) return FL_OK; /* symlink loops */
-    DIR *d = opendir(dir);
-    if (!d) return fl_fail(e, FL_ERR_IO, "%s: cannot open folder: %s", dir, strerror(errno));
-    struct dirent *de;
-    fl_status st = FL_OK;
-    while (st == FL_OK && (de = readdir(d))) {
-        if (de->d_name[0] == '.') continue;
-        char p[4096];
-        if (snprintf(p, sizeof p, "%s/%s", dir, de->d_name) >= (int)sizeof p) continue;
-        struct stat sb;
-        if (stat(p, &sb) != 0) continue;
-        /* out/queue holds the corpus, not failures: skipped when replaying a whole out/ */
-        if (S_ISDIR(sb.st_mode) && strcmp(de->d_name, "queue") && strcmp(de->d_name, "logs"))
-            st = walk(p, l, depth + 1, e);
-        else if (S_ISREG(sb.st_mode) && ends_with(de->d_name, ".json") &&
-                 !ends_with(de->d_name, ".min.json") && camp_paths_add(l, p) < 0)
-            st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
-    }
-    closedir(d);
-    return st;
+/* Saved cases are *.json files (not min's *.min.json); out/queue holds the corpus, not
+ * failures, and out/logs the target's stderr: both skipped when replaying a whole out/. */
+static int saved_name(const char *name, int is_dir) {
+    if (is_dir) return strcmp(name, "queue") && strcmp(name, "logs");
+    return ends_with(name, ".json") && !ends_with(name, ".min.json");
 }
 
 fl_status saved_case_list(const char *path, char ***paths, int *n, fl_err *e) {
@@ -93,13 +76,13 @@ fl_status saved_case_list(const char *path, char ***paths, int *n, fl_err *e) {
     if (stat(path, &sb) != 0) return fl_fail(e, FL_ERR_NOTFOUND, "%s: %s", path, strerror(errno));
     camp_paths l = {0};
     fl_status st = FL_OK;
-    if (S_ISDIR(sb.st_mode)) st = walk(path, &l, 0, e);
+    if (S_ISDIR(sb.st_mode)) /* at most 16 levels down: symlink loops */
+        st = camp_paths_list(path, &l, 16, saved_name, e);
     else if (camp_paths_add(&l, path) < 0) st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
     if (st) {
         saved_case_list_free(l.v, l.n);
         return st;
     }
-    camp_paths_sort(&l);
     *paths = l.v;
     *n = l.n;
     return FL_OK;

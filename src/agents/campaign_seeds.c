@@ -38,9 +38,8 @@ void camp_paths_sort(camp_paths *l) {
     if (l->n > 1) qsort(l->v, (size_t)l->n, sizeof *l->v, cmp_str);
 }
 
-/* Regular files under dir, hidden ones skipped, sorted; with levels > 0 also those in
- * sub-folders that deep (AFL++ reads -i recursively). */
-static fl_status list_files(const char *dir, camp_paths *l, int levels, fl_err *e) {
+static fl_status walk(const char *dir, camp_paths *l, int levels,
+                      int (*keep)(const char *name, int is_dir), fl_err *e) {
     DIR *d = opendir(dir);
     if (!d) return fl_fail(e, FL_ERR_IO, "%s: cannot open folder: %s", dir, strerror(errno));
     struct dirent *de;
@@ -51,11 +50,18 @@ static fl_status list_files(const char *dir, camp_paths *l, int levels, fl_err *
         if (snprintf(p, sizeof p, "%s/%s", dir, de->d_name) >= (int)sizeof p) continue;
         struct stat sb;
         if (stat(p, &sb) != 0) continue;
-        if (S_ISDIR(sb.st_mode) && levels > 0) st = list_files(p, l, levels - 1, e);
-        else if (S_ISREG(sb.st_mode) && camp_paths_add(l, p) < 0)
+        if (S_ISDIR(sb.st_mode) && levels > 0 && (!keep || keep(de->d_name, 1)))
+            st = walk(p, l, levels - 1, keep, e);
+        else if (S_ISREG(sb.st_mode) && (!keep || keep(de->d_name, 0)) && camp_paths_add(l, p) < 0)
             st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
     }
     closedir(d);
+    return st;
+}
+
+fl_status camp_paths_list(const char *dir, camp_paths *l, int levels,
+                          int (*keep)(const char *name, int is_dir), fl_err *e) {
+    fl_status st = walk(dir, l, levels, keep, e);
     if (!st) camp_paths_sort(l);
     return st;
 }
@@ -96,7 +102,7 @@ static fl_status read_case(const char *path, fl_case **c, fl_err *e) {
 
 static fl_status load_seeds(camp *cp, fl_target *t, fl_trace *tr, fl_rng *trace_rng, fl_err *e) {
     camp_paths l = {0};
-    fl_status st = list_files(cp->o->in_dir, &l, 8, e);
+    fl_status st = camp_paths_list(cp->o->in_dir, &l, 8, NULL, e); /* AFL++ reads -i recursively */
     if (!st && l.n == 0)
         st = fl_fail(e, FL_ERR_NOTFOUND, "%s: no seed files (text files with one instruction "
                      "each, or JSON requests {\"turns\":[...]})", cp->o->in_dir);
@@ -172,7 +178,8 @@ static fl_status resume(camp *cp, fl_target *t, fl_trace *tr, fl_rng *trace_rng,
     }
     if ((st = load_findings(cp, e))) return st;
     camp_paths l = {0};
-    if ((st = od_path(p, sizeof p, cp->o->out_dir, "queue", e)) || (st = list_files(p, &l, 0, e)))
+    if ((st = od_path(p, sizeof p, cp->o->out_dir, "queue", e)) ||
+        (st = camp_paths_list(p, &l, 0, NULL, e)))
         return camp_paths_free(&l), st;
     for (int i = 0; !st && i < l.n; i++) {
         const char *base = strrchr(l.v[i], '/') + 1, *src = strstr(base, ",src:");

@@ -147,6 +147,53 @@ static void test_adam_step(void **state) {
     fl_model_free(m);
 }
 
+/* The step is split over the threads in blocks that straddle parameters: with two threads
+ * every element must get exactly the update it gets with one (SGD with momentum, Adam). */
+static void test_step_threads(void **state) {
+    (void)state;
+    int threads = fl_threads_get();
+    const int sizes[3] = {10000, 7, 9001};
+    for (int kind = 0; kind < 2; kind++) {
+        float *got[2];
+        for (int th = 1; th <= 2; th++) {
+            fl_threads_set(th);
+            fl_err e = {0};
+            fl_model *m = fl_model_new();
+            for (int k = 0; k < 3; k++) {
+                int64_t shp[1] = {sizes[k]};
+                fl_tensor t = tu_tensor(1, shp, NULL, 0, 0);
+                for (int i = 0; i < sizes[k]; i++) t.data[i] = sinf((float)(i + 100 * k));
+                char name[8];
+                snprintf(name, sizeof name, "p%d", k);
+                assert_true(fl_model_add_value(m, name, FL_VAL_PARAM, &t, &e) >= 0);
+                fl_tensor_free(&t);
+            }
+            fl_optim_opts o;
+            fl_optim_opts_default(&o, kind ? FL_OPTIM_ADAM : FL_OPTIM_SGD);
+            o.momentum = kind ? o.momentum : 0.9f;
+            o.weight_decay = 0.01f;
+            fl_optim *opt;
+            assert_int_equal(fl_optim_new(m, &o, &opt, &e), FL_OK);
+            for (int step = 0; step < 3; step++) {
+                for (int k = 0; k < 3; k++) {
+                    fl_value *v = &m->values[k];
+                    for (int i = 0; i < sizes[k]; i++) v->g.data[i] = cosf((float)(i * (step + 1) + k));
+                }
+                fl_optim_step(opt);
+            }
+            got[th - 1] = malloc(sizeof(float) * (10000 + 7 + 9001));
+            for (int k = 0, at = 0; k < 3; at += sizes[k], k++)
+                memcpy(got[th - 1] + at, m->values[k].t.data, sizeof(float) * (size_t)sizes[k]);
+            assert_true(got[th - 1][0] != sinf(0.0f) || got[th - 1][1] != sinf(1.0f)); /* moved */
+            fl_optim_free(opt);
+            fl_model_free(m);
+        }
+        assert_memory_equal(got[0], got[1], sizeof(float) * (10000 + 7 + 9001));
+        free(got[0]), free(got[1]);
+    }
+    fl_threads_set(threads);
+}
+
 /* Adam minimises an ill-conditioned quadratic sum_i a_i (p_i - c_i)^2. */
 static void test_adam_quadratic(void **state) {
     fl_err e = {0};
@@ -601,7 +648,7 @@ static void test_lenet1_gradcheck(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_loss_grads),          cmocka_unit_test(test_loss_values),
-        cmocka_unit_test(test_sgd_step),            cmocka_unit_test(test_adam_step),
+        cmocka_unit_test(test_sgd_step),            cmocka_unit_test(test_adam_step), cmocka_unit_test(test_step_threads),
         cmocka_unit_test(test_adam_quadratic),      cmocka_unit_test(test_zoo_models),
         cmocka_unit_test(test_zoo_names_and_init),  cmocka_unit_test(test_zoo_errors),
         cmocka_unit_test(test_train_separable),     cmocka_unit_test(test_train_deterministic),

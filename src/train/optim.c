@@ -113,25 +113,43 @@ static void adam_update(float *p, const float *g, float *mbuf, float *vbuf, int6
     }
 }
 
-void fl_optim_step(fl_optim *opt) {
+/* The update is elementwise, so the parameters' elements, one range over all of them in
+ * blocks of STEP_BLOCK, are split over the thread pool (same result for any thread count). */
+enum { STEP_BLOCK = 8192 };
+
+typedef struct step_job {
+    fl_optim *opt;
+    float bc1, bc2;
+} step_job;
+
+static void step_range(void *ctx, int64_t lo, int64_t hi, int tid) {
+    (void)tid;
+    const step_job *J = ctx;
+    fl_optim *opt = J->opt;
     const fl_optim_opts *o = &opt->o;
-    opt->t++;
-    float bc1 = 1.0f - (float)pow(o->beta1, (double)opt->t);
-    float bc2 = 1.0f - (float)pow(o->beta2, (double)opt->t);
-    int64_t off = 0;
-    for (int k = 0; k < opt->n_params; k++) {
+    int64_t a = lo * STEP_BLOCK, b = hi * STEP_BLOCK, off = 0;
+    for (int k = 0; k < opt->n_params && off < b; k++) {
         fl_value *v = &opt->m->values[opt->params[k]];
-        int64_t n = v->t.size;
-        if (v->g.data) {
+        int64_t n = v->t.size, s = a > off ? a - off : 0, e = b - off < n ? b - off : n;
+        if (v->g.data && s < e) {
             if (o->kind == FL_OPTIM_SGD)
-                sgd_update(v->t.data, v->g.data, opt->buf1 + off, n, o->lr, o->momentum,
-                           o->weight_decay, opt->t == 1);
+                sgd_update(v->t.data + s, v->g.data + s, opt->buf1 + off + s, e - s, o->lr,
+                           o->momentum, o->weight_decay, opt->t == 1);
             else
-                adam_update(v->t.data, v->g.data, opt->buf1 + off, opt->buf2 + off, n, o->lr,
-                            o->beta1, o->beta2, o->eps, o->weight_decay, bc1, bc2);
+                adam_update(v->t.data + s, v->g.data + s, opt->buf1 + off + s,
+                            opt->buf2 + off + s, e - s, o->lr, o->beta1, o->beta2, o->eps,
+                            o->weight_decay, J->bc1, J->bc2);
         }
         off += n;
     }
+}
+
+void fl_optim_step(fl_optim *opt) {
+    const fl_optim_opts *o = &opt->o;
+    opt->t++;
+    step_job J = {opt, 1.0f - (float)pow(o->beta1, (double)opt->t),
+                  1.0f - (float)pow(o->beta2, (double)opt->t)};
+    fl_parallel_for((opt->total + STEP_BLOCK - 1) / STEP_BLOCK, step_range, &J);
 }
 
 void fl_optim_set_lr(fl_optim *opt, float lr) { opt->o.lr = lr; }

@@ -163,7 +163,7 @@ static void test_step_threads(void **state) {
                 int64_t shp[1] = {sizes[k]};
                 fl_tensor t = tu_tensor(1, shp, NULL, 0, 0);
                 for (int i = 0; i < sizes[k]; i++) t.data[i] = sinf((float)(i + 100 * k));
-                char name[8];
+                char name[16];
                 snprintf(name, sizeof name, "p%d", k);
                 assert_true(fl_model_add_value(m, name, FL_VAL_PARAM, &t, &e) >= 0);
                 fl_tensor_free(&t);

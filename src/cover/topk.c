@@ -55,6 +55,37 @@ static int64_t select_topk(const float *v, int64_t w, int64_t k, float *top, int
     return n;
 }
 
+/* The same for k == 3 (the default) without branches: whether a value enters the top three is
+ * a coin toss on real data, and the insertion's mispredicted jumps cost more than computing
+ * every case and selecting. Strict comparisons keep the lower index first on ties, as above. */
+FL_HOT_CLONES
+static int64_t select_top3(const float *v, int64_t w, float *top, int32_t *idx) {
+    if (w <= 3) return select_topk(v, w, 3, top, idx);
+    select_topk(v, 3, 3, top, idx);
+    float t0 = top[0], t1 = top[1], t2 = top[2];
+    int32_t i0 = idx[0], i1 = idx[1], i2 = idx[2];
+    for (int64_t j = 3; j < w; j++) {
+        float x = v[j];
+        int c0 = x > t0, c1 = x > t1, c2 = x > t2;
+        int32_t jj = (int32_t)j;
+        float n2 = c1 ? t1 : c2 ? x : t2, n1 = c0 ? t0 : c1 ? x : t1;
+        int32_t m2 = c1 ? i1 : c2 ? jj : i2, m1 = c0 ? i0 : c1 ? jj : i1;
+        t2 = n2, i2 = m2, t1 = n1, i1 = m1;
+        t0 = c0 ? x : t0, i0 = c0 ? jj : i0;
+    }
+    top[0] = t0, top[1] = t1, top[2] = t2;
+    idx[0] = i0, idx[1] = i1, idx[2] = i2;
+    return 3;
+}
+
+/* The top k of one layer: the branch-free form for k == 3 on layers too narrow for the
+ * vector skip to pay (in a wide layer most values never reach a comparison). Measured with
+ * perf on LeNet-5 coverage: 40 % fewer samples in the selection; the branch-free form on
+ * every layer gave no gain. */
+static int64_t select_any(const float *v, int64_t w, int64_t k, float *top, int32_t *idx) {
+    return k == 3 && w < 32 ? select_top3(v, w, top, idx) : select_topk(v, w, k, top, idx);
+}
+
 static fl_status topk_init(fl_cover *c, const fl_cover_ctx *ctx, const char *arg, int pattern,
                            fl_err *e) {
     const fl_layerset *ls = ctx->ls;
@@ -129,7 +160,7 @@ void fl_cover__topk_fill(const fl_layerset *ls, const fl_model *m, const float *
                 mean[ls->offset[src] + sl[got - 1]] > 0)
                 memcpy(at, sl, sizeof(int32_t) * (size_t)got);
             else
-                select_topk(mean + ls->offset[l], w, k, top, at);
+                select_any(mean + ls->offset[l], w, k, top, at);
             at += got;
         }
     }
@@ -157,7 +188,7 @@ static fl_status topk_update(fl_cover *c, const fl_cover_batch *b, uint8_t *adde
                 memcpy(at, lists, sizeof(int32_t) * (size_t)got);
                 lists += w < b->topk_k ? w : b->topk_k;
             } else {
-                got = select_topk(b->mean + i * ls->total + ls->offset[l], w, p->k, top, at);
+                got = select_any(b->mean + i * ls->total + ls->offset[l], w, p->k, top, at);
             }
             if (!pattern) {
                 for (int64_t q = 0; q < got; q++) new |= fl_cover_hit(c, ls->offset[l] + at[q]);

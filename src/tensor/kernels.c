@@ -99,31 +99,46 @@ static int plain(const fl_conv2d_geom *g) {
            g->pb == 0 && g->pr == 0;
 }
 
-FL_HOT_CLONES
-static void im2col_plain(float *cols, size_t ld, const float *img, const fl_conv2d_geom *g) {
+/* ow is a constant where the caller passes one (8: every row one vector, no loop left) */
+static inline __attribute__((always_inline)) void im2col_rows(float *cols, size_t ld,
+                                                              const float *img,
+                                                              const fl_conv2d_geom *g, int ow) {
     for (int ci = 0; ci < g->c; ci++)
         for (int ki = 0; ki < g->kh; ki++)
             for (int kj = 0; kj < g->kw; kj++) {
                 float *row = cols + ((size_t)(ci * g->kh + ki) * g->kw + kj) * ld;
                 const float *src = img + ((size_t)ci * g->h + ki) * g->w + kj;
                 for (int oy = 0; oy < g->oh; oy++)
-                    copy_row(row + (size_t)oy * g->ow, src + (size_t)oy * g->w, g->ow);
+                    copy_row(row + (size_t)oy * ow, src + (size_t)oy * g->w, ow);
             }
+}
+
+FL_HOT_CLONES
+static void im2col_plain(float *cols, size_t ld, const float *img, const fl_conv2d_geom *g) {
+    if (g->ow == 8) im2col_rows(cols, ld, img, g, 8);
+    else im2col_rows(cols, ld, img, g, g->ow);
 }
 
 /* kj outermost: the rows of one kj add into the same addresses (which the store buffer
  * forwards); the next kj adds one float further, a misaligned overlap that stalls the load if
  * it comes right after the store, so it comes only after all rows of the previous kj. */
-FL_HOT_CLONES
-static void col2im_plain(float *img, const float *cols, size_t ld, const fl_conv2d_geom *g) {
+static inline __attribute__((always_inline)) void col2im_rows(float *img, const float *cols,
+                                                              size_t ld,
+                                                              const fl_conv2d_geom *g, int ow) {
     for (int ci = 0; ci < g->c; ci++)
         for (int kj = 0; kj < g->kw; kj++)
             for (int ki = 0; ki < g->kh; ki++) {
                 const float *row = cols + ((size_t)(ci * g->kh + ki) * g->kw + kj) * ld;
                 float *dst = img + ((size_t)ci * g->h + ki) * g->w + kj;
                 for (int oy = 0; oy < g->oh; oy++)
-                    add_row(dst + (size_t)oy * g->w, row + (size_t)oy * g->ow, g->ow);
+                    add_row(dst + (size_t)oy * g->w, row + (size_t)oy * ow, ow);
             }
+}
+
+FL_HOT_CLONES
+static void col2im_plain(float *img, const float *cols, size_t ld, const fl_conv2d_geom *g) {
+    if (g->ow == 8) col2im_rows(img, cols, ld, g, 8);
+    else col2im_rows(img, cols, ld, g, g->ow);
 }
 
 /* cols row r = (ci, ki, kj), column = (oy, ox). The zeroing of the padding is skipped where

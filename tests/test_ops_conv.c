@@ -246,6 +246,7 @@ static void test_conv(void **state) {
         CONV(.n = 1, .h = 3, .w = 4, .kh = 3, .kw = 4),        /* kernel == image */
         /* lowered, stride 1 without padding (36 taps: not the small direct path) */
         CONV(.c = 4, .m = 3, .h = 7, .w = 9, .bias = 1),
+        CONV(.c = 4, .m = 3, .h = 10, .w = 10), /* output rows of 8 (one vector each) */
         /* the small direct path with a full vector block and a short map block (7 maps) */
         CONV(.c = 1, .m = 7, .h = 12, .w = 13, .kh = 5, .kw = 5, .bias = 1),
     };

@@ -106,6 +106,27 @@ static void test_bad_inputs(void **state) {
     fl_model_free(m);
 }
 
+/* fl_tensor_find_nonfinite, eight values at a time and in the tail: the first bad index. */
+static void test_find_nonfinite(void **state) {
+    (void)state;
+    int64_t shp[1] = {37};
+    fl_tensor t = tu_tensor(1, shp, NULL, 0, 0);
+    for (int i = 0; i < 37; i++) t.data[i] = (float)i - 18.5f;
+    assert_int_equal(fl_tensor_find_nonfinite(&t), -1);
+    const int at[] = {0, 7, 8, 20, 31, 32, 36};
+    const float bad[] = {NAN, INFINITY, -INFINITY};
+    for (size_t k = 0; k < sizeof at / sizeof at[0]; k++)
+        for (int b = 0; b < 3; b++) {
+            float keep = t.data[at[k]];
+            t.data[at[k]] = bad[b];
+            if (at[k] < 36) t.data[36] = NAN; /* a later one must not win */
+            assert_int_equal(fl_tensor_find_nonfinite(&t), at[k]);
+            t.data[at[k]] = keep;
+            t.data[36] = 17.5f;
+        }
+    fl_tensor_free(&t);
+}
+
 static void test_build_errors(void **state) {
     fl_err e = {0};
     fl_model *m = fl_model_new();
@@ -198,7 +219,7 @@ static void test_activation_grads(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_forward_and_taps), cmocka_unit_test(test_backward_seeds),
-        cmocka_unit_test(test_bad_inputs),       cmocka_unit_test(test_build_errors),
+        cmocka_unit_test(test_bad_inputs), cmocka_unit_test(test_find_nonfinite),       cmocka_unit_test(test_build_errors),
         cmocka_unit_test(test_activation_grads), cmocka_unit_test(test_fanout_grads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

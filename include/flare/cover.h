@@ -243,8 +243,6 @@ typedef struct fl_coverset {
     int32_t *topk;     /* its lists (see fl_cover_batch) and the selection scratch */
     float *topv;
     int64_t topk_cap;
-    fl_model *kept;    /* the context's model, asked to keep its layers' channel statistics
-                          until fl_coverset_free (the model must outlive the set) */
 } fl_coverset;
 
 /* spec: criteria separated by ','  ("nc:0.5,kmnc:1000,nbc,snac,tknc:3,tknp"). */

@@ -42,13 +42,6 @@ typedef struct fl_value {
     fl_tensor g;    /* gradient, same shape; g.data == NULL while no gradient is wanted */
     int decl_ndim;  /* inputs: declared shape; entries <= 0 are free (batch, symbolic dims) */
     int64_t decl_shape[FL_MAX_DIMS];
-    /* Per-channel statistics of a 4-D activation, kept while stats_users > 0 (coverage asks
-     * for them: fl_model_keep_stats): stats[n * C + c] of the last forward pass, valid for
-     * stats_n inputs (0: none yet). The producing op fills them while its output is in
-     * cache (Conv), or the runner does right after the op. */
-    fl_chan_stat *stats;
-    int64_t stats_cap, stats_n;
-    int stats_users;
 } fl_value;
 
 typedef enum fl_attr_type {
@@ -170,9 +163,6 @@ fl_status fl_node_check_attrs(const fl_node *n, const char *const *known, fl_err
 fl_tensor *fl_in(fl_model *m, fl_node *n, int i);
 fl_tensor *fl_out(fl_model *m, fl_node *n, int i);
 fl_tensor *fl_gin(fl_model *m, fl_node *n, int i);  /* NULL if no gradient wanted */
-/* The per-channel statistics buffer [N*C] of output i when someone keeps them, else NULL. An
- * op that returns non-NULL must fill all of it in its forward pass. */
-fl_chan_stat *fl_out_stats(fl_model *m, fl_node *n, int i);
 /* The same for an op that can write the gradient instead of adding to it: *fresh = 1 when
  * this is the first gradient into that value in this backward pass, and then the buffer is
  * NOT cleared: the op must write every element. Saves a pass over the largest buffers. */
@@ -191,10 +181,6 @@ const char *fl_model_input_name(const fl_model *m, int i);
 const char *fl_model_output_name(const fl_model *m, int i);
 /* Any value by ONNX name (after forward for activations); NULL if there is no such value. */
 const fl_tensor *fl_model_tensor(const fl_model *m, const char *name);
-/* Ask (delta +1) or stop asking (-1) for the per-channel statistics of value v (see
- * fl_value.stats): from the next forward pass on, while anyone asks, a 4-D activation's
- * statistics are computed as it is produced. Coverage sets use this. */
-void fl_model_keep_stats(fl_model *m, int v, int delta);
 
 /* Gradients. fl_model_backward starts all activation and input gradients from zero, adds seeds[i] to
  * the gradient of value names[i] (seed shape == value shape), and runs backward through the

@@ -46,15 +46,6 @@ void fl_free(void *p);
 void fl_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
               int lda, const float *B, int ldb, float beta, float *C, int ldc);
 
-/* Statistics of one channel x[0..n), n >= 1: the sum, the sum of max(x, 0), min and max.
- * One function computes them everywhere (inside the convolutions' forward pass, after other
- * ops, in coverage's view), in one fixed order, so every path gives the same bits. */
-typedef struct fl_chan_stat {
-    double sum, pos;
-    float min, max;
-} fl_chan_stat;
-void fl_chan_stat_of(const float *x, int64_t n, fl_chan_stat *s);
-
 /* 2-D convolution geometry for one image. */
 typedef struct fl_conv2d_geom {
     int c, h, w;              /* input channels (per group), height, width */

@@ -42,7 +42,7 @@ static int tap_offsets(const fl_conv2d_geom *g, int *off) {
 
 FL_HOT_CLONES
 void fl_conv_small_forward(const fl_conv2d_geom *g, int M, const float *W, const float *bias,
-                           const float *X, float *Y, fl_chan_stat *st, int64_t i0, int64_t i1) {
+                           const float *X, float *Y, int64_t i0, int64_t i1) {
     const int oh = g->oh, ow = g->ow, w = g->w, span = (oh - 1) * w + ow;
     int off[FL_CONV_SMALL_TAPS];
     const int T = tap_offsets(g, off);
@@ -81,7 +81,6 @@ void fl_conv_small_forward(const fl_conv2d_geom *g, int M, const float *W, const
                 float *y = Y + ((size_t)i * M + m0 + k) * oh * ow;
                 for (int oy = 0; oy < oh; oy++)
                     memcpy(y + oy * ow, &wide[k][oy * w], sizeof(float) * ow);
-                if (st) fl_chan_stat_of(y, (int64_t)oh * ow, &st[i * M + m0 + k]); /* in L1 */
             }
         }
     }

@@ -1,5 +1,4 @@
 /* fl_model: building the graph, planning buffers, forward and backward passes. */
-#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +41,6 @@ void fl_model_free(fl_model *m) {
         free(m->values[i].name);
         fl_tensor_free(&m->values[i].t);
         fl_tensor_free(&m->values[i].g);
-        free(m->values[i].stats);
     }
     free(m->values);
     free(m->nodes);
@@ -347,17 +345,3 @@ fl_tensor *fl_gin(fl_model *m, fl_node *n, int i) {
     return g;
 }
 fl_tensor *fl_gout(fl_model *m, fl_node *n, int i) { return &m->values[n->out[i]].g; }
-
-fl_chan_stat *fl_out_stats(fl_model *m, fl_node *n, int i) {
-    fl_value *v = &m->values[n->out[i]];
-    if (v->stats_users <= 0 || v->t.ndim != 4 || !v->stats) return NULL;
-    v->stats_n = v->t.shape[0]; /* the op fills them: the runner need not */
-    return v->stats;
-}
-
-void fl_model_keep_stats(fl_model *m, int v, int delta) {
-    fl_value *val = &m->values[v];
-    val->stats_users += delta;
-    assert(val->stats_users >= 0);
-    if (delta > 0 && val->stats_users == delta) val->stats_n = 0; /* none from earlier passes */
-}

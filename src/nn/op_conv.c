@@ -250,7 +250,6 @@ typedef struct lowered_job {
     fl_lowered *L;
     const float *W, *cI, *cZ, *bias;
     float *I, *Z;
-    fl_chan_stat *st;
     int accumulate, trust_cache, bias_grad, clear;
 } lowered_job;
 
@@ -278,15 +277,12 @@ static void forward_range(void *ctx, int64_t lo, int64_t hi, int tid) {
                      cols + (size_t)gi * kg * ld, ld, beta, dst + (size_t)gi * zg * ld, ld);
         if (b > 1) chunk_scatter(L, B, J->Z, n0, b, J->accumulate);
         if (J->bias) fl_bias_add(J->Z + (size_t)n0 * L->zc * p, J->bias, b, L->zc, p);
-        for (size_t ch = (size_t)n0 * L->zc; J->st && ch < (size_t)(n0 + b) * L->zc; ch++)
-            fl_chan_stat_of(J->Z + ch * p, p, &J->st[ch]);
     }
 }
 
 void fl_lowered_forward(fl_lowered *L, const float *W, const float *I, const float *bias,
-                        float *Z, fl_chan_stat *st, int accumulate) {
-    lowered_job J = {.L = L, .W = W, .cI = I, .bias = bias, .Z = Z, .st = st,
-                     .accumulate = accumulate};
+                        float *Z, int accumulate) {
+    lowered_job J = {.L = L, .W = W, .cI = I, .bias = bias, .Z = Z, .accumulate = accumulate};
     fl_parallel_for(L->chunks, forward_range, &J);
 }
 
@@ -437,7 +433,6 @@ typedef struct small_job {
     fl_lowered *L;
     const float *W, *bias, *X, *dY;
     float *Y;
-    fl_chan_stat *st;
     size_t size; /* gradient: floats of dW */
     int bias_grad;
 } small_job;
@@ -445,7 +440,7 @@ typedef struct small_job {
 static void small_forward_range(void *ctx, int64_t lo, int64_t hi, int tid) {
     (void)tid;
     const small_job *J = ctx;
-    fl_conv_small_forward(&J->L->g, J->L->zc, J->W, J->bias, J->X, J->Y, J->st, lo, hi);
+    fl_conv_small_forward(&J->L->g, J->L->zc, J->W, J->bias, J->X, J->Y, lo, hi);
 }
 
 static void small_grad_range(void *ctx, int64_t lo, int64_t hi, int tid) {
@@ -472,15 +467,13 @@ static void conv_forward(fl_model *m, fl_node *n) {
     const fl_tensor *b = fl_in(m, n, 2);
     fl_tensor *y = fl_out(m, n, 0);
     const float *bias = b ? b->data : NULL;
-    fl_chan_stat *st = fl_out_stats(m, n, 0); /* coverage's, made while Y is in cache */
     if (conv_is_small_direct(s)) {
         small_job J = {.L = &s->L, .W = fl_in(m, n, 1)->data, .bias = bias,
-                       .X = fl_in(m, n, 0)->data, .Y = y->data, .st = st};
+                       .X = fl_in(m, n, 0)->data, .Y = y->data};
         fl_parallel_for(s->L.n, small_forward_range, &J);
         for (int t = 0; t < s->L.slots; t++) s->L.buf[t].cached = -1; /* no columns made */
     } else {
-        fl_lowered_forward(&s->L, fl_in(m, n, 1)->data, fl_in(m, n, 0)->data, bias, y->data, st,
-                           0);
+        fl_lowered_forward(&s->L, fl_in(m, n, 1)->data, fl_in(m, n, 0)->data, bias, y->data, 0);
     }
 }
 

@@ -86,10 +86,9 @@ fl_status fl_lowered_plan(fl_lowered *L, const fl_node *node, int n, int ci, int
                           const fl_conv2d_geom *g, int training, fl_err *e);
 void fl_lowered_free(fl_lowered *L);
 /* Z = W·im2col(I) (+ bias[zc] per channel, when not NULL), or Z += W·im2col(I) when
- * accumulate; st (may be NULL): Z's per-channel statistics [N*zc], made while each chunk is
- * in cache. Leaves each thread's last chunk in its cols. */
+ * accumulate. Leaves each thread's last chunk in its cols. */
 void fl_lowered_forward(fl_lowered *L, const float *W, const float *I, const float *bias,
-                        float *Z, fl_chan_stat *st, int accumulate);
+                        float *Z, int accumulate);
 /* I += col2im(W^T·Z), or I = when clear (each thread clears its own images). */
 void fl_lowered_adjoint(fl_lowered *L, const float *W, const float *Z, float *I, int clear);
 /* dW += Z·im2col(I)^T, and dB[zc] += the sums of Z's channels when dB is not NULL (Conv's bias
@@ -105,7 +104,7 @@ void fl_lowered_grad_w(fl_lowered *L, float *dW, float *dB, const float *Z, cons
 enum { FL_CONV_SMALL_TAPS = 32, FL_CONV_SMALL_WIDE = 4096 };
 int fl_conv_small_ok(const fl_conv2d_geom *g, int group);
 void fl_conv_small_forward(const fl_conv2d_geom *g, int M, const float *W, const float *bias,
-                           const float *X, float *Y, fl_chan_stat *st, int64_t i0, int64_t i1);
+                           const float *X, float *Y, int64_t i0, int64_t i1);
 void fl_conv_small_grad_w(const fl_conv2d_geom *g, int M, const float *dY, const float *X,
                           float *dW, float *dB, int64_t i0, int64_t i1);
 

@@ -127,7 +127,7 @@ static void convt_backward(fl_model *m, fl_node *n) {
     const fl_tensor *dy = fl_gout(m, n, 0);
     fl_tensor *dx = fl_gin(m, n, 0), *dw = fl_gin(m, n, 1), *db = fl_gin(m, n, 2);
     /* dX += W·im2col(dY) leaves im2col(dY) of the last chunk for the weight gradient */
-    if (dx) fl_lowered_forward(&s->L, fl_in(m, n, 1)->data, dy->data, NULL, dx->data, NULL, 1);
+    if (dx) fl_lowered_forward(&s->L, fl_in(m, n, 1)->data, dy->data, NULL, dx->data, 1);
     if (dw) fl_lowered_grad_w(&s->L, dw->data, NULL, fl_in(m, n, 0)->data, dy->data, dx != NULL);
     if (db) fl_bias_grad(db->data, dy->data, dy->shape[0], dy->shape[1], dy->shape[2] * dy->shape[3]);
 }

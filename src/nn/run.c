@@ -31,50 +31,6 @@ static fl_status check_input(const fl_value *v, const fl_tensor *x, fl_err *e) {
     return FL_OK;
 }
 
-/* ---- per-channel statistics kept for coverage (fl_model_keep_stats) ------------------------- */
-enum { STATS_BLOCK = 64 }; /* channels per range */
-
-typedef struct stats_job {
-    const float *x;
-    fl_chan_stat *st;
-    int64_t channels, hw;
-} stats_job;
-
-static void stats_range(void *ctx, int64_t lo, int64_t hi, int tid) {
-    (void)tid;
-    const stats_job *J = ctx;
-    int64_t b = hi * STATS_BLOCK < J->channels ? hi * STATS_BLOCK : J->channels;
-    for (int64_t c = lo * STATS_BLOCK; c < b; c++) fl_chan_stat_of(J->x + c * J->hw, J->hw, &J->st[c]);
-}
-
-/* Before node n: a buffer for every output whose statistics are kept, none claimed yet. */
-static fl_status stats_prepare(fl_model *m, fl_node *n, fl_err *e) {
-    for (int k = 0; k < n->n_out; k++) {
-        fl_value *v = &m->values[n->out[k]];
-        v->stats_n = 0;
-        if (v->stats_users <= 0 || v->t.ndim != 4) continue;
-        int64_t need = v->t.shape[0] * v->t.shape[1];
-        if (need > v->stats_cap) {
-            fl_chan_stat *s = realloc(v->stats, sizeof *s * (size_t)(need ? need : 1));
-            if (!s) return fl_fail(e, FL_ERR_NOMEM, "out of memory for statistics of '%s'", v->name);
-            v->stats = s, v->stats_cap = need;
-        }
-    }
-    return FL_OK;
-}
-
-/* After node n: the statistics its op did not fill, while its outputs are still warm. */
-static void stats_finish(fl_model *m, fl_node *n) {
-    for (int k = 0; k < n->n_out; k++) {
-        fl_value *v = &m->values[n->out[k]];
-        if (v->stats_users <= 0 || v->t.ndim != 4 || v->stats_n) continue;
-        stats_job J = {v->t.data, v->stats, v->t.shape[0] * v->t.shape[1],
-                       v->t.shape[2] * v->t.shape[3]};
-        fl_parallel_for((J.channels + STATS_BLOCK - 1) / STATS_BLOCK, stats_range, &J);
-        v->stats_n = v->t.shape[0];
-    }
-}
-
 static fl_status run_nodes(fl_model *m, int plan, fl_err *e) {
     for (int i = 0; i < m->n_nodes; i++) {
         fl_node *n = &m->nodes[i];
@@ -89,10 +45,7 @@ static fl_status run_nodes(fl_model *m, int plan, fl_err *e) {
                     return fl_fail(e, FL_ERR_NOMEM, "out of memory for '%s'", v->name);
             }
         }
-        fl_status st = stats_prepare(m, n, e);
-        if (st != FL_OK) return st;
         n->op->forward(m, n);
-        stats_finish(m, n);
     }
     return FL_OK;
 }

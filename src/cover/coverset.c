@@ -44,16 +44,28 @@ typedef struct {
 } chan_stats;
 
 INLINE chan_stats chan(const float *x, int64_t n, int absv, int relu) {
-    v8f s = {0}, a = {0}, r = {0}, zero = {0};
+    /* two sets of accumulators (blocks of eight alternate between them): an add waits on
+     * the previous add of its set, so one set ran at the adder's latency */
+    v8f s[2] = {{0}}, a[2] = {{0}}, r[2] = {{0}}, zero = {0};
     int64_t i = 0;
-    for (; i + LANES <= n; i += LANES) {
+    for (; i + 2 * LANES <= n; i += 2 * LANES)
+        for (int q = 0; q < 2; q++) {
+            v8f u;
+            LOAD8(u, x + i + q * LANES);
+            s[q] += u;
+            if (absv) a[q] += VABS(u);
+            if (relu) r[q] += VMAX(u, zero);
+        }
+    if (i + LANES <= n) {
         v8f u;
         LOAD8(u, x + i);
-        s += u;
-        if (absv) a += VABS(u);
-        if (relu) r += VMAX(u, zero);
+        s[0] += u;
+        if (absv) a[0] += VABS(u);
+        if (relu) r[0] += VMAX(u, zero);
+        i += LANES;
     }
-    chan_stats c = {fold(&s), fold(&a), fold(&r)};
+    v8f st = s[0] + s[1], at = a[0] + a[1], rt = r[0] + r[1];
+    chan_stats c = {fold(&st), fold(&at), fold(&rt)};
     for (; i < n; i++) c.sum += x[i], c.asum += fabsf(x[i]), c.rsum += x[i] > 0 ? x[i] : 0;
     return c;
 }

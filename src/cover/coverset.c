@@ -115,6 +115,10 @@ INLINE void fill_body(const fill_job *j, int64_t lo_b, int64_t hi_b, int absv, i
     int64_t C = j->C, hw = j->hw;
     for (int64_t b = lo_b; b < hi_b; b++) {
         const float *x = j->data + b * C * hw;
+        /* the next input's part of a large layer is out of cache by now (the forward pass
+         * wrote it long ago): ask for it while this one is summed */
+        if (hw > 1 && b + 1 < hi_b)
+            for (int64_t k = 0; k < C * hw; k += 16) __builtin_prefetch(x + C * hw + k);
         if (hw == 1)
             dense_row(j, b, x, absv, relu);
         else

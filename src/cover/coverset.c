@@ -1,12 +1,13 @@
 /* Neuron values of a batch, read from a model after its forward pass (fl_cover_view), and
  * sets of criteria updated together (fl_coverset).
  *
- * The view is the hot loop of coverage: it reads every float of every layer of the batch
- * once (for LeNet-5's "all" layer set, ~10 500 floats per input), so it is written to
- * vectorise: eight independent float accumulators per channel (SSE2 without -ffast-math
- * cannot reassociate one accumulator), summed into a double at the end. Channel means
- * therefore differ from fl_layerset_neurons (four double accumulators) in the last bits; the
- * profile is computed through this same view, so profile bounds and coverage agree. */
+ * The view is the hot loop of coverage: it reads every float of every convolutional layer of
+ * the batch once (for LeNet-5's "all" layer set ~5 600 per input; a Relu layer whose input is
+ * in the set is derived from that input's pass, a dense layer is copied), so it is written to
+ * vectorise: independent float accumulators per channel (SSE2 without -ffast-math cannot
+ * reassociate one accumulator), summed into a double at the end. Channel means therefore
+ * differ from fl_layerset_neurons (four double accumulators) in the last bits; the profile is
+ * computed through this same view, so profile bounds and coverage agree. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -362,15 +362,22 @@ static void test_model_path(void **state) {
 
 /* The view on LeNet-5 (conv->Relu and Gemm->Relu pairs computed in one pass, the thread pool
  * for large layers) against a direct computation from the layer tensors. */
+/* A LeNet-5 of the zoo (seed 3) and its "all" layer set. */
+static fl_model *lenet5_all(fl_layerset **ls) {
+    fl_err e = {0};
+    fl_model *m;
+    assert_int_equal(fl_zoo_build("lenet5", 1, 28, 28, 10, 3, &m, &e), FL_OK);
+    assert_int_equal(fl_layerset_make(m, "all", ls, &e), FL_OK);
+    return m;
+}
+
 static void test_view_lenet5(void **state) {
     (void)state;
     fl_err e = {0};
-    fl_model *m;
     fl_layerset *ls;
+    fl_model *m = lenet5_all(&ls);
     fl_rng r;
     fl_rng_seed(&r, 5);
-    assert_int_equal(fl_zoo_build("lenet5", 1, 28, 28, 10, 3, &m, &e), FL_OK);
-    assert_int_equal(fl_layerset_make(m, "all", &ls, &e), FL_OK);
     int64_t shp[4] = {33, 1, 28, 28};
     fl_tensor x = tu_tensor(4, shp, &r, -0.5f, 1);
     assert_int_equal(fl_model_forward(m, &x, &e), FL_OK);
@@ -414,12 +421,10 @@ static void test_view_lenet5(void **state) {
 static void test_topk_shared(void **state) {
     (void)state;
     fl_err e = {0};
-    fl_model *m;
     fl_layerset *ls;
+    fl_model *m = lenet5_all(&ls);
     fl_rng r;
     fl_rng_seed(&r, 9);
-    assert_int_equal(fl_zoo_build("lenet5", 1, 28, 28, 10, 3, &m, &e), FL_OK);
-    assert_int_equal(fl_layerset_make(m, "all", &ls, &e), FL_OK);
     int pairs = 0, dense_pairs = 0;
     for (int l = 0; l < ls->n; l++) {
         if (ls->relu_of[l] < 0) continue;

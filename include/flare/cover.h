@@ -240,9 +240,12 @@ typedef struct fl_coverset {
     uint8_t *tmp;      /* per-input flags scratch, one row per criterion */
     int64_t tmp_cap;
     int topk_k;        /* the largest topk_k of the criteria: selected once per batch */
-    int32_t *topk;     /* its lists (see fl_cover_batch) and the selection scratch */
+    int32_t *topk;     /* its lists (see fl_cover_batch) and the selection scratch (one row
+                          of topk_k per thread) */
     float *topv;
-    int64_t topk_cap;
+    int64_t topk_cap, topv_cap;
+    double *cost;      /* [n] seconds each criterion took on the last batch: the longest are
+                          handed out first */
 } fl_coverset;
 
 /* spec: criteria separated by ','  ("nc:0.5,kmnc:1000,nbc,snac,tknc:3,tknp"). */

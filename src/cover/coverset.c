@@ -9,6 +9,7 @@
  * differ from fl_layerset_neurons (four double accumulators) in the last bits; the profile is
  * computed through this same view, so profile bounds and coverage agree. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -221,6 +222,7 @@ void fl_coverset_free(fl_coverset *s) {
     free(s->tmp);
     free(s->topk);
     free(s->topv);
+    free(s->cost);
     fl_cover_view_free(&s->view);
     free(s);
 }
@@ -232,8 +234,8 @@ fl_status fl_coverset_new(const fl_cover_ctx *ctx, const char *spec, fl_coverset
     char *copy = strdup(spec);
     size_t max = 1;
     for (const char *p = spec; *p; p++) max += *p == ',';
-    if (s) s->c = calloc(max, sizeof(fl_cover *));
-    if (!s || !copy || !s->c) {
+    if (s) s->c = calloc(max, sizeof(fl_cover *)), s->cost = calloc(max, sizeof(double));
+    if (!s || !copy || !s->c || !s->cost) {
         free(copy);
         fl_coverset_free(s);
         return fl_fail(e, FL_ERR_NOMEM, "out of memory");
@@ -263,23 +265,46 @@ fl_status fl_coverset_new(const fl_cover_ctx *ctx, const char *spec, fl_coverset
     return FL_OK;
 }
 
-/* Criteria [lo, hi) of a set on one thread: each writes its own flags row and status. */
+/* The criteria take very different times (KMNC divides and tests a bitmap per value, SNAC
+ * compares), so a fixed split of the list over the threads left one waiting on the other.
+ * Each thread instead takes the next criterion from a shared counter, the longest first by
+ * the time each took on the previous batch. A criterion's result does not depend on which
+ * thread runs it. Each writes its own flags row and status. */
 typedef struct {
     fl_coverset *s;
     const fl_cover_batch *b;
     fl_status *st;
     fl_err *err;
+    const int *order;
+    _Atomic int next;
 } update_job;
 
 static void update_range(void *ctx, int64_t lo, int64_t hi, int tid) {
-    (void)tid;
+    (void)lo, (void)hi, (void)tid;
     update_job *j = ctx;
-    for (int64_t i = lo; i < hi; i++)
+    for (int k; (k = atomic_fetch_add(&j->next, 1)) < j->s->n;) {
+        int i = j->order[k];
+        double t0 = fl_now();
         j->st[i] = fl_cover__update(j->s->c[i], j->b, j->s->tmp + i * j->b->n, NULL, &j->err[i]);
+        j->s->cost[i] = fl_now() - t0;
+    }
 }
 
-/* Update every criterion (the batch has been checked). Criteria are independent objects, so
- * they run side by side on the thread pool; the result does not depend on the threads. */
+/* The shared top-k lists, inputs [lo, hi) on one thread (its own scratch row of topv). */
+typedef struct {
+    fl_coverset *s;
+    const fl_cover_batch *b;
+    int64_t len; /* list length per input */
+} topk_job;
+
+static void topk_range(void *ctx, int64_t lo, int64_t hi, int tid) {
+    const topk_job *j = ctx;
+    const fl_layerset *ls = j->s->c[0]->ctx.ls;
+    fl_cover__topk_fill(ls, j->b->m, j->b->mean + lo * ls->total, (int)(hi - lo), j->s->topk_k,
+                        j->s->topk + lo * j->len, j->s->topv + (int64_t)tid * j->s->topk_k);
+}
+
+/* Update every criterion (the batch has been checked): side by side on the thread pool. */
 static fl_status update_all(fl_coverset *s, const fl_cover_batch *b, uint8_t *added, fl_err *e) {
     int64_t need = (int64_t)b->n * s->n;
     if (need > s->tmp_cap) {
@@ -289,36 +314,44 @@ static fl_status update_all(fl_coverset *s, const fl_cover_batch *b, uint8_t *ad
     }
     fl_status *st = calloc((size_t)s->n, sizeof *st);
     fl_err *err = calloc((size_t)s->n, sizeof *err);
-    if (!st || !err) {
-        free(st), free(err);
+    int *order = malloc(sizeof(int) * (size_t)s->n);
+    if (!st || !err || !order) {
+        free(st), free(err), free(order);
         return fl_fail(e, FL_ERR_NOMEM, "out of memory");
     }
-    /* TKNC and TKNP share one selection of the largest k */
+    /* TKNC and TKNP share one selection of the largest k, made on all threads */
     fl_cover_batch with_topk;
     if (s->topk_k > 0 && !b->topk && b->n > 0) {
         const fl_layerset *ls = s->c[0]->ctx.ls;
-        int64_t len = fl_cover__topk_len(ls, s->topk_k) * b->n;
+        int64_t per = fl_cover__topk_len(ls, s->topk_k), len = per * b->n;
+        int64_t scratch = (int64_t)s->topk_k * fl_parallel_slots();
         if (len > s->topk_cap) {
             int32_t *t = realloc(s->topk, sizeof(int32_t) * (size_t)len);
-            if (!t) {
-                free(st), free(err);
-                return fl_fail(e, FL_ERR_NOMEM, "out of memory");
-            }
-            s->topk = t, s->topk_cap = len;
+            if (t) s->topk = t, s->topk_cap = len;
         }
-        if (!s->topv && !(s->topv = malloc(sizeof(float) * (size_t)s->topk_k))) {
-            free(st), free(err);
+        if (scratch > s->topv_cap) {
+            float *t = realloc(s->topv, sizeof(float) * (size_t)scratch);
+            if (t) s->topv = t, s->topv_cap = scratch;
+        }
+        if (len > s->topk_cap || scratch > s->topv_cap) {
+            free(st), free(err), free(order);
             return fl_fail(e, FL_ERR_NOMEM, "out of memory");
         }
-        fl_cover__topk_fill(ls, b->m, b->mean, b->n, s->topk_k, s->topk, s->topv);
+        topk_job tj = {s, b, per};
+        fl_parallel_for(b->n, topk_range, &tj);
         with_topk = *b;
         with_topk.topk = s->topk;
         with_topk.topk_k = s->topk_k;
         b = &with_topk;
     }
-    update_job j = {s, b, st, err};
-    if (s->n > 1) fl_parallel_for(s->n, update_range, &j);
-    else update_range(&j, 0, s->n, 0);
+    for (int i = 0; i < s->n; i++) { /* longest first (insertion sort: a handful of items) */
+        int k = i;
+        for (; k > 0 && s->cost[order[k - 1]] < s->cost[i]; k--) order[k] = order[k - 1];
+        order[k] = i;
+    }
+    update_job j = {s, b, st, err, order, 0};
+    int T = fl_threads_get() < s->n ? fl_threads_get() : s->n;
+    fl_parallel_for(T, update_range, &j);
     fl_status r = FL_OK;
     for (int i = 0; i < s->n && r == FL_OK; i++)
         if (st[i] != FL_OK) {
@@ -330,7 +363,7 @@ static fl_status update_all(fl_coverset *s, const fl_cover_batch *b, uint8_t *ad
         for (int i = 0; i < s->n; i++)
             for (int k = 0; k < b->n; k++) added[k] |= s->tmp[(int64_t)i * b->n + k];
     }
-    free(st), free(err);
+    free(st), free(err), free(order);
     return r;
 }
 

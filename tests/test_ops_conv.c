@@ -249,6 +249,7 @@ static void test_conv(void **state) {
         CONV(.c = 4, .m = 3, .h = 10, .w = 10), /* output rows of 8 (one vector each) */
         /* the small direct path with a full vector block and a short map block (7 maps) */
         CONV(.c = 1, .m = 7, .h = 12, .w = 13, .kh = 5, .kw = 5, .bias = 1),
+        CONV(.m = 1, .h = 9, .w = 11, .bias = 1), /* one map: the blocks repeat it */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_conv(cases[i], 0);
 }

@@ -76,15 +76,9 @@ static fl_status nc_update(fl_cover *c, const fl_cover_batch *b, uint8_t *added,
                     if (!fl_cover_is_hit(c, off + j) && (double)v[j] > t)
                         new |= fl_cover_hit(c, off + j);
             } else {
-                /* (v - lo) / range > t needs a division; a value whose v - lo is clearly below
-                 * t * range (by far more than the division's rounding) cannot pass, so only
-                 * the others divide. t <= 0: every value divides. */
-                double below = t > 0 ? t * range * (1 - 1e-9) : -INFINITY;
-                for (int64_t j = 0; j < w; j++) {
-                    if (fl_cover_is_hit(c, off + j)) continue;
-                    double d = (double)v[j] - lo;
-                    if (d > below && d / range > t) new |= fl_cover_hit(c, off + j);
-                }
+                for (int64_t j = 0; j < w; j++)
+                    if (!fl_cover_is_hit(c, off + j) && ((double)v[j] - lo) / range > t)
+                        new |= fl_cover_hit(c, off + j);
             }
         }
         added[i] = (uint8_t)new;

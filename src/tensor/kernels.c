@@ -14,9 +14,11 @@ static void sgemm1(int trans_a, int trans_b, int M, int N, int K, float alpha, c
 
 /* A product called outside any parallel region (a dense layer) is split over the thread pool
  * (BLAS itself runs single-threaded, see src/core/parallel.c): C's rows or columns, whichever
- * are more, in blocks of SPLIT_UNIT so that every part keeps the kernel's full tiles. Each
- * element of C is still one dot product over K in BLAS's order. Inside a parallel region
- * (the convolutions' per-thread GEMMs) fl_parallel_for runs the whole range inline. */
+ * are more, in blocks of SPLIT_UNIT so that every part keeps the kernel's full tiles. BLAS
+ * may round the last bit of a value differently for parts of another size (it does so for
+ * another M even on one thread), so results depend on the sizes and the thread count, as
+ * everywhere in flare, and nothing else. Inside a parallel region (the convolutions'
+ * per-thread GEMMs) fl_parallel_for runs the whole range inline. */
 enum { SPLIT_UNIT = 16, SPLIT_MIN_MACS = 1 << 18 };
 
 typedef struct gemm_job {

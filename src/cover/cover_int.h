@@ -2,6 +2,8 @@
 #ifndef FLARE_COVER_INT_H
 #define FLARE_COVER_INT_H
 
+#include <string.h>
+
 #include "flare/cover.h"
 
 /* FL_ERR_NAN naming input, layer and neuron when v[n, total] holds a NaN or Inf; `what` starts
@@ -36,6 +38,17 @@ fl_status fl_cover__int(const fl_cover *c, const char *s, int64_t lo, int64_t hi
 int64_t fl_cover__topk_len(const fl_layerset *ls, int64_t k);
 void fl_cover__topk_fill(const fl_layerset *ls, const fl_model *m, const float *mean, int n,
                          int64_t k, int32_t *out, float *top);
+
+/* The coverage bits of items [item, item + n) as the low n bits, 1 <= n <= 56 (the bitmap
+ * carries zero padding, so the 8-byte load stays inside it). */
+static inline uint64_t fl_cover__bits(const fl_cover *c, int64_t item, int n) {
+    uint64_t w;
+    memcpy(&w, c->hit + (item >> 3), sizeof w);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    w = __builtin_bswap64(w); /* byte i / 8 holds item i's bit: the first byte is the lowest */
+#endif
+    return (w >> (item & 7)) & ((1ull << n) - 1);
+}
 
 /* Built-in criteria. */
 extern const fl_cover_ops fl_cover_nc, fl_cover_kmnc, fl_cover_nbc, fl_cover_snac,

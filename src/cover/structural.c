@@ -44,41 +44,51 @@ static fl_status nc_init(fl_cover *c, const fl_cover_ctx *ctx, const char *arg, 
     return fl_cover_layout(c, ctx->ls->n, FL_LAYER_NAMES(ctx->ls), ctx->ls->width, e);
 }
 
+/* The scaling of input i's layer l: scaled = (v - *lo) / *range. */
+static void nc_scaling(const nc_params *p, const fl_layerset *ls, const fl_cover_batch *b,
+                       int i, int l, const float *v, int64_t w, double *lo, double *range) {
+    *lo = 0, *range = 1;
+    if (p->mode == NC_DEEPXPLORE) {
+        *lo = b->lmin[i * ls->n + l];
+        *range = (double)b->lmax[i * ls->n + l] - *lo;
+    } else if (p->mode == NC_CHANNEL || p->mode == NC_MEANABS) {
+        float mn = v[0], mx = v[0];
+        for (int64_t j = 1; j < w; j++) {
+            mn = v[j] < mn ? v[j] : mn;
+            mx = v[j] > mx ? v[j] : mx;
+        }
+        *lo = p->mode == NC_CHANNEL ? mn : 0;
+        *range = (double)mx - *lo;
+    }
+}
+
+/* Once most neurons are covered an input only needs looking at where bits are still open, so
+ * the layer is walked 32 neurons at a time through the bitmap, and the scaling (a min-max pass
+ * for channel and meanabs) is computed only for a layer that has an open neuron. */
 static fl_status nc_update(fl_cover *c, const fl_cover_batch *b, uint8_t *added, fl_err *e) {
     (void)e;
     const nc_params *p = c->params;
     const fl_layerset *ls = c->ctx.ls;
     int64_t T = ls->total;
-    double t = p->t;
     for (int i = 0; i < b->n; i++) {
         int new = 0;
         for (int l = 0; l < ls->n; l++) {
             int64_t off = ls->offset[l], w = ls->width[l];
             const float *v = (p->mode == NC_MEANABS ? b->absmean : b->mean) + i * T + off;
-            double lo = 0, range = 1; /* scaled = (v - lo) / range */
-            if (p->mode == NC_DEEPXPLORE) {
-                lo = b->lmin[i * ls->n + l];
-                range = (double)b->lmax[i * ls->n + l] - lo;
-            } else if (p->mode == NC_CHANNEL || p->mode == NC_MEANABS) {
-                float mn = v[0], mx = v[0];
-                for (int64_t j = 1; j < w; j++) {
-                    mn = v[j] < mn ? v[j] : mn;
-                    mx = v[j] > mx ? v[j] : mx;
+            double lo = 0, range = 0;
+            int scaled = 0;
+            for (int64_t j0 = 0; j0 < w; j0 += 32) {
+                int n = w - j0 < 32 ? (int)(w - j0) : 32;
+                uint64_t open = ~fl_cover__bits(c, off + j0, n) & ((1ull << n) - 1);
+                if (!open) continue;
+                if (!scaled) nc_scaling(p, ls, b, i, l, v, w, &lo, &range), scaled = 1;
+                /* A constant layer (zero range) scales to 0/0 in the reference tools: NaN,
+                 * which is never above the threshold. */
+                if (!(range > 0)) break;
+                for (; open; open &= open - 1) {
+                    int64_t j = j0 + __builtin_ctzll(open);
+                    if (((double)v[j] - lo) / range > p->t) new |= fl_cover_hit(c, off + j);
                 }
-                lo = p->mode == NC_CHANNEL ? mn : 0;
-                range = (double)mx - lo;
-            }
-            /* A constant layer (zero range) scales to 0/0 in the reference tools: NaN, which
-             * is never above the threshold. */
-            if (!(range > 0)) continue;
-            if (p->mode == NC_NONE) {
-                for (int64_t j = 0; j < w; j++)
-                    if (!fl_cover_is_hit(c, off + j) && (double)v[j] > t)
-                        new |= fl_cover_hit(c, off + j);
-            } else {
-                for (int64_t j = 0; j < w; j++)
-                    if (!fl_cover_is_hit(c, off + j) && ((double)v[j] - lo) / range > t)
-                        new |= fl_cover_hit(c, off + j);
             }
         }
         added[i] = (uint8_t)new;
@@ -92,18 +102,19 @@ const fl_cover_ops fl_cover_nc = {"nc", "nc[:T[:deepxplore|channel|meanabs|none]
 /* ---- profile-based: KMNC, NBC, SNAC ------------------------------------------------------------ */
 typedef struct {
     int64_t k;
-    double *lo, *hi; /* [total] KMNC: training min/max (+inf/-inf for a constant neuron, which
-                        no value falls between) */
-    double *unit;    /* [total] KMNC section width (hi - lo) / k (1 for a constant neuron) */
-    int64_t *base;   /* [total] KMNC: first item of the neuron's sections */
-    float *lof, *hif; /* [total] NBC/SNAC: the σ-extended bounds as floats, rounded inwards so
-                         that for a float x, x < lof <=> x < lo and x > hif <=> x > hi */
+    float *lof, *hif; /* [total] KMNC: training min/max (+inf/-inf for a constant neuron, which
+                         no value falls between). NBC/SNAC: the σ-extended bounds as floats,
+                         rounded inwards so that x < lof <=> x < lo and x > hif <=> x > hi */
+    double *unit;     /* [total] KMNC section width (hi - lo) / k in double (1 if constant) */
+    float *rcp;       /* [total] KMNC: 1 / unit, or -1 where float cannot carry it (see
+                         kmnc_block) */
+    int64_t *base;    /* [total] KMNC: first item of the neuron's sections */
 } bound_params;
 
 static void bound_free(void *pp) {
     bound_params *p = pp;
     if (!p) return;
-    free(p->lo), free(p->hi), free(p->unit), free(p->base), free(p->lof), free(p->hif);
+    free(p->lof), free(p->hif), free(p->unit), free(p->rcp), free(p->base);
     free(p);
 }
 
@@ -117,6 +128,12 @@ static float float_down(double v) {
 static float float_up(double v) {
     float f = (float)v;
     return (double)f < v ? nextafterf(f, INFINITY) : f;
+}
+
+/* KMNC's float reciprocal of unit (see kmnc_block). */
+static float kmnc_rcp(float lo, float hi, double unit, int64_t k) {
+    double r = 1 / unit;
+    return k <= (1 << 20) && isfinite(hi - lo) && r < 1e30 && r > 1e-30 ? (float)r : -1;
 }
 
 static fl_status bound_init(fl_cover *c, const fl_cover_ctx *ctx, const char *arg,
@@ -147,20 +164,17 @@ static fl_status bound_init(fl_cover *c, const fl_cover_ctx *ctx, const char *ar
     if (p) {
         c->params = p;
         p->k = k;
+        p->lof = malloc(sizeof(float) * T);
+        p->hif = malloc(sizeof(float) * T);
         if (kind == B_KMNC) {
-            p->lo = malloc(sizeof(double) * T);
-            p->hi = malloc(sizeof(double) * T);
             p->unit = malloc(sizeof(double) * T);
+            p->rcp = malloc(sizeof(float) * T);
             p->base = malloc(sizeof(int64_t) * T);
-        } else {
-            p->lof = malloc(sizeof(float) * T);
-            p->hif = malloc(sizeof(float) * T);
         }
     }
     int64_t *items = malloc(sizeof(int64_t) * (size_t)ls->n);
     if (!p || !items ||
-        (kind == B_KMNC ? !p->lo || !p->hi || !p->unit || !p->base : !p->lof || !p->hif) ||
-        (kind == B_KMNC && fl_cover_scratch(c, sizeof(int32_t) * T, e) != FL_OK)) {
+        !p->lof || !p->hif || (kind == B_KMNC && (!p->unit || !p->rcp || !p->base))) {
         free(items);
         return fl_fail(e, FL_ERR_NOMEM, "out of memory for '%s'", c->spec);
     }
@@ -172,9 +186,10 @@ static fl_status bound_init(fl_cover *c, const fl_cover_ctx *ctx, const char *ar
                 /* A neuron constant on the training set has no sections (DeepGauge's width
                  * (high - low) / k is 0): it is left out of KMNC's total. */
                 int varies = pr->max[j] > pr->min[j];
-                p->lo[j] = varies ? pr->min[j] : INFINITY;
-                p->hi[j] = varies ? pr->max[j] : -INFINITY;
+                p->lof[j] = varies ? pr->min[j] : INFINITY;
+                p->hif[j] = varies ? pr->max[j] : -INFINITY;
                 p->unit[j] = varies ? ((double)pr->max[j] - pr->min[j]) / (double)k : 1;
+                p->rcp[j] = kmnc_rcp(pr->min[j], pr->max[j], p->unit[j], k);
                 p->base[j] = next;
                 if (varies) next += k;
             } else {
@@ -199,66 +214,75 @@ static fl_status snac_init(fl_cover *c, const fl_cover_ctx *x, const char *a, fl
     return bound_init(c, x, a, B_SNAC, e);
 }
 
-/* sec[j] = the section of x[j], or -1 outside [lo, hi]. DeepHunter's index: int((x - lo) /
- * unit), the top edge folded into section k-1. Four neurons at a time in GCC vectors (the
- * same double arithmetic as the scalar tail: subtraction, division, truncation). */
-typedef double v4d __attribute__((vector_size(32)));
-typedef int64_t v4l __attribute__((vector_size(32)));
-typedef float v4f __attribute__((vector_size(16)));
-typedef int32_t v4i __attribute__((vector_size(16)));
+/* KMNC marks, for each neuron whose value x lies in [lo, hi], section int((x - lo) / unit) with
+ * the top edge folded into section k-1: DeepHunter's index, in double. A double division per
+ * value is most of the cost, so eight values at a time are computed in float as
+ * q = (x - lo) * (1 / unit): three roundings, so q is within q * 2^-22 of the double quotient
+ * and truncates to the same section unless it lies within q * 2^-21 of an integer; only such
+ * a block (about one in a thousand) is recomputed exactly. The float form needs q's fraction
+ * (k <= 2^20) and a finite hi - lo and 1 / unit; a neuron without them gets rcp = -1, which
+ * makes every q of it negative and so recomputed. */
+typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
 
+/* Neurons j0..j0+7 of all n inputs, column by column: the bitmap the block reads (8 * k bits)
+ * stays in L1 while the values stream past. The covered check is branch-free; a block with an
+ * uncovered section (rare once the first batches are in) is then marked lane by lane. */
 FL_HOT_CLONES
-static void kmnc_sections(const float *x, const double *lo, const double *hi, const double *unit,
-                          int64_t T, int32_t k, int32_t *sec) {
-    int64_t j = 0;
-    v4i top = {k - 1, k - 1, k - 1, k - 1};
-    for (; j + 4 <= T; j += 4) {
-        v4f xf;
-        v4d l, h, u;
-        memcpy(&xf, x + j, sizeof xf);
-        memcpy(&l, lo + j, sizeof l);
-        memcpy(&h, hi + j, sizeof h);
-        memcpy(&u, unit + j, sizeof u);
-        v4d v = __builtin_convertvector(xf, v4d);
-        v4d q = (v - l) / u;
-        v4l in = (v >= l) & (v <= h);
-        q = (v4d)((v4l)q & in); /* 0.0 outside, so the conversion below is defined */
-        v4i s = __builtin_convertvector(q, v4i);
-        v4i over = s > top;
-        s = (s & ~over) | (top & over);
-        v4i in32 = __builtin_convertvector(in, v4i);
-        s = s | ~in32;
-        memcpy(sec + j, &s, sizeof s);
-    }
-    for (; j < T; j++) {
-        double v = x[j];
-        int in = v >= lo[j] && v <= hi[j];
-        int32_t s = in ? (int32_t)((v - lo[j]) / unit[j]) : -1;
-        sec[j] = s < k - 1 ? s : k - 1;
+static void kmnc_block(fl_cover *c, const float *x, int n, int64_t T, int64_t j0,
+                       const bound_params *p, uint8_t *added) {
+    const float tol = 0x1p-21f, k1 = (float)(p->k - 1);
+    int m = T - j0 < 8 ? (int)(T - j0) : 8;
+    v8f l, h, r = {0};
+    for (int e = 0; e < 8; e++) l[e] = INFINITY, h[e] = -INFINITY; /* lanes past T: outside */
+    for (int e = 0; e < m; e++) l[e] = p->lof[j0 + e], h[e] = p->hif[j0 + e], r[e] = p->rcp[j0 + e];
+    const int64_t *base = p->base + j0;
+    for (int i = 0; i < n; i++) {
+        const float *xi = x + i * T + j0;
+        v8f v = {0};
+        if (m == 8) memcpy(&v, xi, sizeof v);
+        else for (int e = 0; e < m; e++) v[e] = xi[e];
+        v8i in = (v >= l) & (v <= h);
+        v8f q = (v8f)((v8i)((v - l) * r) & in); /* 0 outside */
+        /* Clamped to [-1, k-1] (q is -inf where rcp = -1), so the conversion is defined. */
+        v8i lt = q < k1, gt = q > -1;
+        q = (v8f)(((v8i)q & lt) | ((v8i)(v8f){k1, k1, k1, k1, k1, k1, k1, k1} & ~lt));
+        q = (v8f)(((v8i)q & gt) | ((v8i)(v8f){-1, -1, -1, -1, -1, -1, -1, -1} & ~gt));
+        v8i s = __builtin_convertvector(q, v8i);
+        v8f f = q - __builtin_convertvector(s, v8f);
+        v8i risky = (q < 0) | (f < q * tol) | (f > 1 - q * tol);
+        int32_t sec[8], inside[8], any = 0;
+        memcpy(sec, &s, sizeof sec), memcpy(inside, &in, sizeof inside);
+        for (int e = 0; e < 8; e++) any |= risky[e];
+        if (any)
+            for (int e = 0; e < m; e++) {
+                if (!inside[e]) continue;
+                int32_t t = (int32_t)(((double)xi[e] - l[e]) / p->unit[j0 + e]);
+                sec[e] = t < (int32_t)p->k - 1 ? t : (int32_t)p->k - 1;
+            }
+        unsigned open = 0;
+        for (int e = 0; e < 8; e++) {
+            int64_t item = base[e < m ? e : 0] + sec[e];
+            open |= (unsigned)(inside[e] & ~(c->hit[item >> 3] >> (item & 7)) & 1) << e;
+        }
+        for (; open; open &= open - 1) {
+            int e = __builtin_ctz(open);
+            added[i] |= (uint8_t)fl_cover_hit(c, base[e] + sec[e]);
+        }
     }
 }
 
 static fl_status kmnc_update(fl_cover *c, const fl_cover_batch *b, uint8_t *added, fl_err *e) {
     (void)e;
-    const bound_params *p = c->params;
     int64_t T = c->ctx.ls->total;
-    int32_t *sec = c->scratch;
-    for (int i = 0; i < b->n; i++) {
-        kmnc_sections(b->mean + i * T, p->lo, p->hi, p->unit, T, (int32_t)p->k, sec);
-        int new = 0;
-        for (int64_t j = 0; j < T; j++)
-            if (sec[j] >= 0) new |= fl_cover_hit(c, p->base[j] + sec[j]);
-        added[i] = (uint8_t)new;
-    }
+    memset(added, 0, (size_t)b->n);
+    for (int64_t j0 = 0; j0 < T; j0 += 8) kmnc_block(c, b->mean, b->n, T, j0, c->params, added);
     return FL_OK;
 }
 
 /* NBC: items 2j (below lo) and 2j+1 (above hi); SNAC: item j (above hi). Almost every value
  * lies inside its bounds, so the loop tests eight values at once in float and looks at single
  * values only in a block where one is outside. */
-typedef float v8f __attribute__((vector_size(32)));
-typedef int32_t v8i __attribute__((vector_size(32)));
-
 FL_HOT_CLONES
 static int corner_row(fl_cover *c, const float *v, const float *lo, const float *hi, int64_t T,
                       int both) {

@@ -1,27 +1,34 @@
 /* KMNC and NC against a naive re-implementation of their definitions, on random values built
  * to sit on the edges that fast paths get wrong: exact section boundaries and the floats next
  * to them, the training min and max, values outside, huge ranges and k too large for float
- * (both take KMNC's exact path). Layers are 13 and 5 neurons wide, so every vector loop has a
- * tail; batches come in odd sizes, so state carries over between updates. */
+ * (both take KMNC's exact path); and TKNC/TKNP against a stable sort. Layers are 13 and 5
+ * neurons wide (37, 2, 8 and 19 for top-k), so every vector loop has a tail; batches come in
+ * odd sizes, so state carries over between updates. */
 #include <float.h>
 
 #include "testutil.h"
 #include "flare/cover.h"
 
-/* Two hand-made dense layers, "a" (13 neurons) and "b" (5). */
-static fl_layerset *two_layers(void) {
+/* Hand-made dense layers "a", "b", ... of the given widths. */
+static fl_layerset *layers_of(int n, const int64_t *width) {
     fl_layerset *ls = calloc(1, sizeof *ls);
-    ls->n = 2;
-    ls->value = calloc(2, sizeof(int));
-    ls->name = calloc(2, sizeof(char *));
-    ls->width = calloc(2, sizeof(int64_t));
-    ls->offset = calloc(2, sizeof(int64_t));
-    ls->name[0] = strdup("a"), ls->name[1] = strdup("b");
-    ls->width[0] = 13, ls->width[1] = 5;
-    ls->offset[1] = 13;
-    ls->total = 18;
+    ls->n = n;
+    ls->value = calloc((size_t)n, sizeof(int));
+    ls->name = calloc((size_t)n, sizeof(char *));
+    ls->width = calloc((size_t)n, sizeof(int64_t));
+    ls->offset = calloc((size_t)n, sizeof(int64_t));
+    for (int l = 0; l < n; l++) {
+        char name[2] = {(char)('a' + l), 0};
+        ls->name[l] = strdup(name);
+        ls->width[l] = width[l];
+        ls->offset[l] = ls->total;
+        ls->total += width[l];
+    }
     return ls;
 }
+
+/* "a" (13 neurons) and "b" (5). */
+static fl_layerset *two_layers(void) { return layers_of(2, (const int64_t[]){13, 5}); }
 
 #define T 18
 #define N 300
@@ -185,10 +192,99 @@ static void test_nc_matches_definition(void **state) {
     fl_layerset_free(ls);
 }
 
+/* The stable top k of v[0..w) (descending, ties to the lower index) as a bit set. */
+static uint64_t ref_topk(const float *v, int64_t w, int64_t k) {
+    uint64_t set = 0;
+    for (int64_t q = 0; q < k && q < w; q++) {
+        int64_t best = -1;
+        for (int64_t j = 0; j < w; j++)
+            if (!(set >> j & 1) && (best < 0 || v[j] > v[best])) best = j;
+        set |= 1ull << best;
+    }
+    return set;
+}
+
+/* TKNC and TKNP, alone (each makes its own lists) and in a set (sharing the lists of the
+ * largest k), against a stable sort per layer; layers wider and narrower than the selection's
+ * eight lanes and than k, batches of sizes that are no multiple of eight. */
+static void test_topk_matches_definition(void **state) {
+    (void)state;
+    const int64_t width[] = {37, 2, 8, 19};
+    enum { L = 4, W = 66 };
+    fl_layerset *ls = layers_of(L, width);
+    fl_rng r;
+    fl_rng_seed(&r, 11);
+    float *x = malloc(sizeof(float) * N * W);
+    for (int i = 0; i < N * W; i++) /* many ties, both zeros, wide magnitudes */
+        x[i] = i % 3 ? (float)fl_rng_below(&r, 7) - 3 : (fl_rng_uniform(&r) - 0.5f) * 1e30f;
+    for (int i = 0; i < N * W; i += 17) x[i] = -0.0f;
+    const int64_t ks[] = {1, 3, 5, 20};
+    for (int ki = 0; ki < 4; ki++) {
+        int64_t k = ks[ki];
+        uint8_t seen[W] = {0}, want_c[N], want_p[N], added[N];
+        uint64_t *pat = calloc(N * L, sizeof(uint64_t));
+        int64_t want_cov = 0, patterns = 0;
+        for (int i = 0; i < N; i++) {
+            want_c[i] = 0;
+            for (int l = 0; l < L; l++) {
+                uint64_t set = ref_topk(x + i * W + ls->offset[l], width[l], k);
+                pat[i * L + l] = set;
+                for (int j = 0; j < width[l]; j++)
+                    if (set >> j & 1 && !seen[ls->offset[l] + j])
+                        seen[ls->offset[l] + j] = 1, want_c[i] = 1, want_cov++;
+            }
+            int old = 0;
+            for (int q = 0; q < i && !old; q++)
+                old = memcmp(pat + q * L, pat + i * L, sizeof(uint64_t) * L) == 0;
+            want_p[i] = !old;
+            patterns += !old;
+        }
+        char spec[64];
+        snprintf(spec, sizeof spec, "tknc:%lld,tknp:%lld", (long long)k, (long long)k);
+        fl_cover_ctx ctx = {.ls = ls};
+        fl_coverset *s;
+        fl_err e = {0};
+        assert_int_equal(fl_coverset_new(&ctx, spec, &s, &e), FL_OK);
+        for (int pass = 0; pass < 2; pass++) { /* each alone, then the set */
+            for (int c = 0; c < 2; c++) fl_cover_reset(s->c[c]);
+            uint8_t got[2][N];
+            for (int i0 = 0, step = 1; i0 < N; i0 += step, step = step * 7 % 19 + 1) {
+                int n = N - i0 < step ? N - i0 : step;
+                fl_cover_batch b = {.n = n, .mean = x + i0 * W};
+                if (pass == 0)
+                    for (int c = 0; c < 2; c++)
+                        assert_int_equal(fl_cover_update(s->c[c], &b, got[c] + i0, NULL, &e), FL_OK);
+                else
+                    assert_int_equal(fl_coverset_update(s, &b, added + i0, &e), FL_OK);
+            }
+            int64_t cov;
+            fl_cover_stats(s->c[0], &cov, NULL);
+            assert_int_equal(cov, want_cov);
+            for (int j = 0; j < W; j++) assert_int_equal(fl_cover_is_hit(s->c[0], j), seen[j]);
+            fl_cover_stats(s->c[1], &cov, NULL);
+            assert_int_equal(cov, patterns);
+            for (int i = 0; i < N; i++) {
+                if (pass == 0) {
+                    if (got[0][i] != want_c[i] || got[1][i] != want_p[i])
+                        fail_msg("k=%lld input %d: tknc %d/%d tknp %d/%d", (long long)k, i,
+                                 got[0][i], want_c[i], got[1][i], want_p[i]);
+                } else {
+                    assert_int_equal(added[i], want_c[i] | want_p[i]);
+                }
+            }
+        }
+        fl_coverset_free(s);
+        free(pat);
+    }
+    free(x);
+    fl_layerset_free(ls);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kmnc_matches_definition),
         cmocka_unit_test(test_nc_matches_definition),
+        cmocka_unit_test(test_topk_matches_definition),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

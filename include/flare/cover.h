@@ -241,7 +241,7 @@ typedef struct fl_coverset {
     int64_t tmp_cap;
     int topk_k;        /* the largest topk_k of the criteria: selected once per batch */
     int32_t *topk;     /* its lists (see fl_cover_batch) and the selection scratch (one row
-                          of topk_k per thread) */
+                          of fl_cover__topk_scratch floats per thread) */
     float *topv;
     int64_t topk_cap, topv_cap;
     double *cost;      /* [n] seconds each criterion took on the last batch: the longest are

@@ -33,11 +33,13 @@ fl_status fl_cover__int(const fl_cover *c, const char *s, int64_t lo, int64_t hi
 /* The layer set's names as an array for fl_cover_layout. */
 #define FL_LAYER_NAMES(ls) ((const char *const *)(ls)->name)
 
-/* Top-k lists of a batch (see fl_cover_batch.topk): length per input, and the fill. top is
- * scratch of k floats; m (may be NULL) lets dense Relu layers reuse their input's list. */
+/* Top-k lists of a batch (see fl_cover_batch.topk): length per input, the fill's scratch (in
+ * floats, for one thread), and the fill. m (may be NULL) lets dense Relu layers reuse their
+ * input's list. */
 int64_t fl_cover__topk_len(const fl_layerset *ls, int64_t k);
+int64_t fl_cover__topk_scratch(int64_t k);
 void fl_cover__topk_fill(const fl_layerset *ls, const fl_model *m, const float *mean, int n,
-                         int64_t k, int32_t *out, float *top);
+                         int64_t k, int32_t *out, float *scratch);
 
 /* The coverage bits of items [item, item + n) as the low n bits, 1 <= n <= 56 (the bitmap
  * carries zero padding, so the 8-byte load stays inside it). */

@@ -301,7 +301,8 @@ static void topk_range(void *ctx, int64_t lo, int64_t hi, int tid) {
     const topk_job *j = ctx;
     const fl_layerset *ls = j->s->c[0]->ctx.ls;
     fl_cover__topk_fill(ls, j->b->m, j->b->mean + lo * ls->total, (int)(hi - lo), j->s->topk_k,
-                        j->s->topk + lo * j->len, j->s->topv + (int64_t)tid * j->s->topk_k);
+                        j->s->topk + lo * j->len,
+                        j->s->topv + (int64_t)tid * fl_cover__topk_scratch(j->s->topk_k));
 }
 
 /* Update every criterion (the batch has been checked): side by side on the thread pool. */
@@ -324,7 +325,7 @@ static fl_status update_all(fl_coverset *s, const fl_cover_batch *b, uint8_t *ad
     if (s->topk_k > 0 && !b->topk && b->n > 0) {
         const fl_layerset *ls = s->c[0]->ctx.ls;
         int64_t per = fl_cover__topk_len(ls, s->topk_k), len = per * b->n;
-        int64_t scratch = (int64_t)s->topk_k * fl_parallel_slots();
+        int64_t scratch = fl_cover__topk_scratch(s->topk_k) * fl_parallel_slots();
         if (len > s->topk_cap) {
             int32_t *t = realloc(s->topk, sizeof(int32_t) * (size_t)len);
             if (t) s->topk = t, s->topk_cap = len;

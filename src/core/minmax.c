@@ -7,6 +7,12 @@
  * give the same result (for the finite values coverage accepts). */
 #include "core/simd.h"
 
+#include <stdatomic.h>
+
+static _Atomic int portable;
+
+void fl__simd_portable(int on) { portable = on; }
+
 static void minmax_c(const float *x, int64_t n, float *mn, float *mx) {
     float lo = x[0], hi = x[0];
     for (int64_t i = 1; i < n; i++) {
@@ -48,9 +54,12 @@ __attribute__((target("avx2"))) static void minmax_avx2(const float *x, int64_t 
     *mn = lo, *mx = hi;
 }
 
+int fl__avx2(void) { return !portable && __builtin_cpu_supports("avx2"); }
+
 void fl__minmax(const float *x, int64_t n, float *mn, float *mx) {
-    (__builtin_cpu_supports("avx2") ? minmax_avx2 : minmax_c)(x, n, mn, mx);
+    (fl__avx2() ? minmax_avx2 : minmax_c)(x, n, mn, mx);
 }
 #else
+int fl__avx2(void) { return 0; }
 void fl__minmax(const float *x, int64_t n, float *mn, float *mx) { minmax_c(x, n, mn, mx); }
 #endif

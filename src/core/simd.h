@@ -12,6 +12,12 @@
 
 #include <stdint.h>
 
+/* Whether the hand-written AVX2 kernels (picked at run time, not by clones) may run: the CPU
+ * has AVX2 and fl__simd_portable(1) has not been called. Tests call it to run the portable
+ * kernels on a machine that would never pick them (src/core/minmax.c). */
+int fl__avx2(void);
+void fl__simd_portable(int on);
+
 /* *mn, *mx = min and max of x[0..n), n >= 1 (src/core/minmax.c). */
 void fl__minmax(const float *x, int64_t n, float *mn, float *mx);
 

@@ -61,8 +61,9 @@ int main(int argc, char **argv) {
     fl_coverset *s;
     CHECK(fl_coverset_new(&ctx, SPEC, &s, &err));
 
-    /* Per batch: forward, then the whole update; then again each part alone on the same batch
-     * (a reset copy of each criterion, so the state is the same as in the full update). */
+    /* Per batch: forward, then the whole update; then again each part alone on the same batch,
+     * on the criteria just updated (nothing of this batch is new to them any more: the state
+     * of a long run, where most inputs add nothing). */
     fl_tensor x = {0};
     uint8_t added[BATCH];
     double best_fwd = 1e30, best_cov = 1e30, best_view = 1e30, t_fwd = 0, t_cov = 0;

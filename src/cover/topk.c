@@ -43,17 +43,17 @@ int64_t fl_cover__topk_scratch(int64_t k) {
 INLINE void transpose8(const v8i *m, v8i *c) {
     v8i t[8], u[8];
     for (int q = 0; q < 8; q += 2) {
-        t[q] = __builtin_shuffle(m[q], m[q + 1], (v8i){0, 8, 1, 9, 4, 12, 5, 13});
-        t[q + 1] = __builtin_shuffle(m[q], m[q + 1], (v8i){2, 10, 3, 11, 6, 14, 7, 15});
+        t[q] = __builtin_shufflevector(m[q], m[q + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+        t[q + 1] = __builtin_shufflevector(m[q], m[q + 1], 2, 10, 3, 11, 6, 14, 7, 15);
     }
     for (int h = 0; h < 8; h += 4)
         for (int q = 0; q < 2; q++) {
-            u[h + 2 * q] = __builtin_shuffle(t[h + q], t[h + q + 2], (v8i){0, 1, 8, 9, 4, 5, 12, 13});
-            u[h + 2 * q + 1] = __builtin_shuffle(t[h + q], t[h + q + 2], (v8i){2, 3, 10, 11, 6, 7, 14, 15});
+            u[h + 2 * q] = __builtin_shufflevector(t[h + q], t[h + q + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+            u[h + 2 * q + 1] = __builtin_shufflevector(t[h + q], t[h + q + 2], 2, 3, 10, 11, 6, 7, 14, 15);
         }
     for (int j = 0; j < 4; j++) {
-        c[j] = __builtin_shuffle(u[j], u[j + 4], (v8i){0, 1, 2, 3, 8, 9, 10, 11});
-        c[j + 4] = __builtin_shuffle(u[j], u[j + 4], (v8i){4, 5, 6, 7, 12, 13, 14, 15});
+        c[j] = __builtin_shufflevector(u[j], u[j + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+        c[j + 4] = __builtin_shufflevector(u[j], u[j + 4], 4, 5, 6, 7, 12, 13, 14, 15);
     }
 }
 

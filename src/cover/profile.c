@@ -92,16 +92,11 @@ static int layer_of(const int64_t *offset, int n_layers, int64_t j) {
     return l;
 }
 
-/* 1 when some float of v[0..n) is NaN or infinite (exponent all ones): a branch-free integer
- * loop the compiler vectorises, since every batch of the coverage path goes through it. */
+/* 1 when some float of v[0..n) is NaN or infinite: the engine's vectorised check of a forward
+ * pass's input (every batch of the coverage path goes through this). */
 static int any_nonfinite(const float *v, int64_t n) {
-    uint32_t bad = 0;
-    for (int64_t i = 0; i < n; i++) {
-        uint32_t u;
-        memcpy(&u, v + i, 4);
-        bad |= (u & 0x7f800000u) == 0x7f800000u;
-    }
-    return bad != 0;
+    fl_tensor t = {.ndim = 1, .shape = {n}, .size = n, .data = (float *)(uintptr_t)v};
+    return fl_tensor_find_nonfinite(&t) >= 0;
 }
 
 fl_status fl_cover__check_finite(const float *v, int n, int64_t total, char *const *names,

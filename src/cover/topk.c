@@ -58,7 +58,7 @@ INLINE void transpose8(const v8i *m, v8i *c) {
 }
 
 /* The top k of one layer (width w, at row[q] for lane q), best first: its first `got` indices
- * into out[q * len + p] for the nb lanes in use. top is scratch of k keys. */
+ * into out[q * len + p] for the nb lanes in use. top is scratch of 2k half-vectors of keys. */
 INLINE void layer_topk(const float *const *row, int64_t w, int64_t k, v4l *top, int nb,
                        int64_t got, int32_t *out, int64_t len) {
     for (int64_t p = 0; p < 2 * k; p++) top[p] = (v4l){0} + INT64_MIN;

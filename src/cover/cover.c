@@ -9,7 +9,7 @@
 
 static size_t hit_bytes(const fl_cover *c) { return (size_t)(c->total + 7) / 8; }
 /* The bitmap is allocated with 8 more zero bytes than it uses: fl_cover__bits loads 8 bytes
- * at any item. They are never set, so copy and reset need not touch them. */
+ * at any item (KMNC's gather 4). They are never set, so copy and reset need not touch them. */
 #define HIT_PAD 8
 
 static fl_status nomem(fl_err *e, const char *spec) {

@@ -10,6 +10,7 @@
 #include "flare/data.h"
 #include "flare/onnx.h"
 #include "flare/train.h"
+#include "core/simd.h"
 
 #define FIX "tests/fixtures/cover/"
 
@@ -360,25 +361,29 @@ static void test_model_path(void **state) {
 }
 
 
-/* The view on LeNet-5 (conv->Relu and Gemm->Relu pairs computed in one pass, the thread pool
- * for large layers) against a direct computation from the layer tensors. */
-/* A LeNet-5 of the zoo (seed 3) and its "all" layer set. */
-static fl_model *lenet5_all(fl_layerset **ls) {
+/* A LeNet-5 of the zoo (seed 3) on h x h images and its "all" layer set. */
+static fl_model *lenet5_all_hw(int h, fl_layerset **ls) {
     fl_err e = {0};
     fl_model *m;
-    assert_int_equal(fl_zoo_build("lenet5", 1, 28, 28, 10, 3, &m, &e), FL_OK);
+    assert_int_equal(fl_zoo_build("lenet5", 1, h, h, 10, 3, &m, &e), FL_OK);
     assert_int_equal(fl_layerset_make(m, "all", ls, &e), FL_OK);
     return m;
 }
 
-static void test_view_lenet5(void **state) {
-    (void)state;
+static fl_model *lenet5_all(fl_layerset **ls) { return lenet5_all_hw(28, ls); }
+
+/* The view on LeNet-5 (conv->Relu and Gemm->Relu pairs computed in one pass, the thread pool
+ * for large layers) against a direct computation from the layer tensors; on 28 x 28 images
+ * (channels of 576, 144, 64, 16 values: whole blocks of 16) and 27 x 27 (529, 121, 49, 9: a
+ * block of 8 and single values left over), on the AVX2 kernel and the portable one, which
+ * must give the same bits. */
+static void view_check(int h) {
     fl_err e = {0};
     fl_layerset *ls;
-    fl_model *m = lenet5_all(&ls);
+    fl_model *m = lenet5_all_hw(h, &ls);
     fl_rng r;
     fl_rng_seed(&r, 5);
-    int64_t shp[4] = {33, 1, 28, 28};
+    int64_t shp[4] = {33, 1, h, h};
     fl_tensor x = tu_tensor(4, shp, &r, -0.5f, 1);
     assert_int_equal(fl_model_forward(m, &x, &e), FL_OK);
     fl_cover_view v = {0};
@@ -403,15 +408,29 @@ static void test_view_lenet5(void **state) {
             assert_true(v.b.lmin[b * ls->n + l] == mn && v.b.lmax[b * ls->n + l] == mx);
         }
     }
-    /* the mean-only pass and the full one give the same bits */
-    fl_cover_view v2 = {0};
+    /* the mean-only pass and the full one give the same bits; so do both kernels */
+    fl_cover_view v2 = {0}, v3 = {0};
     assert_int_equal(fl_cover_view_fill(&v2, ls, m, 0, &e), FL_OK);
     assert_memory_equal(v.b.mean, v2.b.mean, sizeof(float) * (size_t)(N * T));
+    fl__simd_portable(1);
+    assert_int_equal(fl_cover_view_fill(&v3, ls, m, FL_COVER_NEED_ABSMEAN | FL_COVER_NEED_RANGE, &e), FL_OK);
+    fl__simd_portable(0);
+    assert_memory_equal(v.b.mean, v3.b.mean, sizeof(float) * (size_t)(N * T));
+    assert_memory_equal(v.b.absmean, v3.b.absmean, sizeof(float) * (size_t)(N * T));
+    assert_memory_equal(v.b.lmin, v3.b.lmin, sizeof(float) * (size_t)(N * ls->n));
+    assert_memory_equal(v.b.lmax, v3.b.lmax, sizeof(float) * (size_t)(N * ls->n));
+    fl_cover_view_free(&v3);
     fl_cover_view_free(&v2);
     fl_cover_view_free(&v);
     fl_tensor_free(&x);
     fl_layerset_free(ls);
     fl_model_free(m);
+}
+
+static void test_view_lenet5(void **state) {
+    (void)state;
+    view_check(28);
+    view_check(27);
 }
 
 /* A coverset selects the top k once per batch and lets a dense Relu layer reuse its input's

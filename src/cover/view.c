@@ -125,10 +125,22 @@ INLINE void put_range(const fill_job *j, int64_t b, float lmin, float lmax, int 
     }
 }
 
-/* A dense layer of input b (hw == 1): the values are the neurons, so they are copied (the
+/* The inputs [lo_b, hi_b) of a layer, each by input(j, b, absv, relu): one
+ * specialised loop per combination of the flags the sums ask for (constants after inlining). */
+#define FILL_INPUTS(input, j, lo_b, hi_b)                                             \
+    do {                                                                              \
+        int relu_ = (j)->roff >= 0;                                                   \
+        for (int64_t b_ = (lo_b); b_ < (hi_b); b_++) {                                \
+            if ((j)->absv) relu_ ? input(j, b_, 1, 1) : input(j, b_, 1, 0);           \
+            else relu_ ? input(j, b_, 0, 1) : input(j, b_, 0, 0);                     \
+        }                                                                             \
+    } while (0)
+
+/* Input b of a dense layer (hw == 1): the values are the neurons, so they are copied (the
  * mean of one value is that value). */
-INLINE void dense_row(const fill_job *j, int64_t b, const float *x, int absv, int relu) {
+INLINE void input_dense(const fill_job *j, int64_t b, int absv, int relu) {
     int64_t C = j->C;
+    const float *x = j->data + b * C;
     float *mean = j->v->mean + b * j->T, *absmean = j->v->absmean + b * j->T;
     memcpy(mean + j->off, x, sizeof(float) * (size_t)C);
     for (int64_t c = 0; c < C; c++) {
@@ -142,35 +154,24 @@ INLINE void dense_row(const fill_job *j, int64_t b, const float *x, int absv, in
     put_range(j, b, lmin, lmax, relu);
 }
 
-INLINE void fill_body(const fill_job *j, int64_t lo_b, int64_t hi_b, int absv, int relu) {
-    int64_t C = j->C, hw = j->hw;
-    for (int64_t b = lo_b; b < hi_b; b++) {
-        const float *x = j->data + b * C * hw;
-        if (hw == 1) {
-            dense_row(j, b, x, absv, relu);
-            continue;
-        }
-        for (int64_t c = 0; c < C; c++) {
-            chan_stats s = chan(x + c * hw, hw, absv, relu);
-            put(j, b, c, &s, absv, relu);
-        }
-        if (!j->range) continue;
-        float lmin, lmax;
-        fl__minmax(x, C * hw, &lmin, &lmax);
-        put_range(j, b, lmin, lmax, relu);
+static void fill_dense(const fill_job *j, int64_t lo_b, int64_t hi_b) {
+    FILL_INPUTS(input_dense, j, lo_b, hi_b);
+}
+
+INLINE void input_portable(const fill_job *j, int64_t b, int absv, int relu) {
+    const float *x = j->data + b * j->C * j->hw;
+    for (int64_t c = 0; c < j->C; c++) {
+        chan_stats s = chan(x + c * j->hw, j->hw, absv, relu);
+        put(j, b, c, &s, absv, relu);
     }
+    if (!j->range) return;
+    float lmin, lmax;
+    fl__minmax(x, j->C * j->hw, &lmin, &lmax);
+    put_range(j, b, lmin, lmax, relu);
 }
 
 static void fill_portable(const fill_job *j, int64_t lo_b, int64_t hi_b) {
-    /* one specialised loop per combination the sums ask for */
-    int relu = j->roff >= 0;
-    if (j->absv) {
-        if (relu) fill_body(j, lo_b, hi_b, 1, 1);
-        else fill_body(j, lo_b, hi_b, 1, 0);
-    } else {
-        if (relu) fill_body(j, lo_b, hi_b, 0, 1);
-        else fill_body(j, lo_b, hi_b, 0, 0);
-    }
+    FILL_INPUTS(input_portable, j, lo_b, hi_b);
 }
 
 /* ---- AVX2 kernel: the same sums with AVX2 instructions, and the range in the same pass ------- */
@@ -225,53 +226,38 @@ AVX2 chan_stats chan_avx2(const float *x, int64_t n, int absv, int relu, int ran
     return c;
 }
 
-AVX2 void fill_body_avx2(const fill_job *j, int64_t lo_b, int64_t hi_b, int absv, int relu) {
-    int64_t C = j->C, hw = j->hw;
-    for (int64_t b = lo_b; b < hi_b; b++) {
-        const float *x = j->data + b * C * hw;
-        if (hw == 1) {
-            dense_row(j, b, x, absv, relu);
-            continue;
-        }
-        __m256 lo = _mm256_set1_ps(INFINITY), hi = _mm256_set1_ps(-INFINITY);
-        for (int64_t c = 0; c < C; c++) {
-            chan_stats s = chan_avx2(x + c * hw, hw, absv, relu, j->range, &lo, &hi);
-            put(j, b, c, &s, absv, relu);
-        }
-        if (!j->range) continue;
-        float l[LANES], h[LANES];
-        _mm256_storeu_ps(l, lo), _mm256_storeu_ps(h, hi);
-        float lmin = l[0], lmax = h[0];
-        for (int k = 1; k < LANES; k++) {
-            lmin = l[k] < lmin ? l[k] : lmin;
-            lmax = h[k] > lmax ? h[k] : lmax;
-        }
-        put_range(j, b, lmin, lmax, relu);
+AVX2 void input_avx2(const fill_job *j, int64_t b, int absv, int relu) {
+    const float *x = j->data + b * j->C * j->hw;
+    __m256 lo = _mm256_set1_ps(INFINITY), hi = _mm256_set1_ps(-INFINITY);
+    for (int64_t c = 0; c < j->C; c++) {
+        chan_stats s = chan_avx2(x + c * j->hw, j->hw, absv, relu, j->range, &lo, &hi);
+        put(j, b, c, &s, absv, relu);
     }
+    if (!j->range) return;
+    float l[LANES], h[LANES];
+    _mm256_storeu_ps(l, lo), _mm256_storeu_ps(h, hi);
+    float lmin = l[0], lmax = h[0];
+    for (int k = 1; k < LANES; k++) {
+        lmin = l[k] < lmin ? l[k] : lmin;
+        lmax = h[k] > lmax ? h[k] : lmax;
+    }
+    put_range(j, b, lmin, lmax, relu);
 }
 
 __attribute__((target("avx2"))) static void fill_avx2(const fill_job *j, int64_t lo_b,
                                                       int64_t hi_b) {
-    int relu = j->roff >= 0;
-    if (j->absv) {
-        if (relu) fill_body_avx2(j, lo_b, hi_b, 1, 1);
-        else fill_body_avx2(j, lo_b, hi_b, 1, 0);
-    } else {
-        if (relu) fill_body_avx2(j, lo_b, hi_b, 0, 1);
-        else fill_body_avx2(j, lo_b, hi_b, 0, 0);
-    }
+    FILL_INPUTS(input_avx2, j, lo_b, hi_b);
 }
 #endif
 
 static void fill_range(void *ctx, int64_t lo_b, int64_t hi_b, int tid) {
     (void)tid;
+    const fill_job *j = ctx;
+    if (j->hw == 1) fill_dense(j, lo_b, hi_b);
 #if defined(__GNUC__) && defined(__x86_64__)
-    if (fl__avx2()) {
-        fill_avx2(ctx, lo_b, hi_b);
-        return;
-    }
+    else if (fl__avx2()) fill_avx2(j, lo_b, hi_b);
 #endif
-    fill_portable(ctx, lo_b, hi_b);
+    else fill_portable(j, lo_b, hi_b);
 }
 
 /* The layer of ls that is Relu(layer l) and not done yet, or -1. */

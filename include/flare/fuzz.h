@@ -1,0 +1,235 @@
+/* fuzz.h — generating failing inputs for a network: coverage-guided mutation fuzzing
+ * (DeepHunter, TensorFuzz) and the campaign that gradient- and GAN-based generators plug into.
+ *
+ * The life of a campaign (what `flare nn fuzz` does):
+ *
+ *     fl_fuzz_opts o;
+ *     fl_fuzz_opts_default(&o);
+ *     o.model = m;  o.seeds = seeds;                 // a model and labelled seed images
+ *     o.criterion = "kmnc:100";  o.profile = prof;   // the guide (any `nn cover` criterion)
+ *     o.out_dir = "out";  o.max_execs = 100000;
+ *     fl_fuzz_result r;
+ *     fl_fuzz_run(&o, &r, &e);                       // writes out/ as it goes
+ *
+ * One iteration: pick a queue entry (o.select), decide how many mutants it gets (the power
+ * schedule), make them (the strategy's mutator, under the validity constraint), run them as
+ * ONE batched forward pass, ask the oracles, update the coverage incrementally, keep the
+ * mutants that reached something new (deephunter: coverage gain of o.criterion; tensorfuzz:
+ * nearest-neighbour novelty; random: none). Every random decision comes from o.seed.
+ *
+ * Images are fuzzed as 8-bit pixels [c,h,w] (what a camera writes, what PNG stores): every
+ * transformation rounds and clips to 0..255, the distances and DeepHunter's constraint are
+ * in those units, and the model sees them through the seeds' fl_scale.
+ *
+ * The output folder (docs/nn-fuzz.md; AFL++ conventions, every file written atomically):
+ *     out/fuzzer_stats        "key : value" lines, rewritten every second or so
+ *     out/plot_data           CSV: relative_time, execs_done, corpus_count, covered, total,
+ *                             coverage, failures, failures_total, execs_per_sec
+ *     out/queue/id:NNNNNN,src:NNNNNN,op:NAME.{npy,png,json}   (seeds: id:NNNNNN,orig:INDEX)
+ *         npy: float32 [1,c,h,w] as fed to the model; png: the pixels; json: the lineage
+ *     out/failures/<true>-<pred>/root:NNNNNN,first.{npy,png,json}  and  ...,min.{...}
+ *         the first failure of that (class pair, lineage root), and the one closest to its
+ *         seed (L2); json fields in docs/nn-fuzz.md; .pair.png = seed next to mutant
+ *     out/failures.png        a labelled grid: seed next to mutant, for the distinct failures
+ *     out/summary.json        the campaign's totals; out/report.html (self-contained)
+ */
+#ifndef FLARE_FUZZ_H
+#define FLARE_FUZZ_H
+
+#include "flare/cover.h"
+
+/* ---- image transformations (src/fuzz/xform.c) ---------------------------------------------
+ * DeepHunter's (Xie et al., ISSTA 2019) transformation families. The first four are affine;
+ * a lineage gets at most one affine transformation (the paper's rule: after it, the reference
+ * image I0 of the validity check becomes the transformed original). */
+typedef enum fl_xform_kind {
+    FL_XF_TRANSLATE = 0, /* p, p2: shift in pixels (x, y); zero fill */
+    FL_XF_SCALE,         /* p: zoom factor about the centre (bilinear); zero fill */
+    FL_XF_SHEAR,         /* p: horizontal shear factor about the centre */
+    FL_XF_ROTATE,        /* p: degrees, counter-clockwise about the centre */
+    FL_XF_CONTRAST,      /* p: v * p */
+    FL_XF_BRIGHTNESS,    /* p: v + p */
+    FL_XF_BLUR,          /* p: kernel id 1..10 (box 3/4/5/6, Gaussian 3/5/7, median 3/5,
+                            bilateral 9), as DeepTest's / NeuraL-Coverage's image_blur */
+    FL_XF_PIXEL,         /* p: number of pixels set to random values */
+    FL_XF_NOISE,         /* p: 1 Gaussian (sigma p2), 2 salt-and-pepper (ratio p2),
+                            3 multiplicative / speckle (sigma p2) */
+    FL_XF_GAUSS,         /* TensorFuzz: every value + N(0, p) (p in pixel levels) */
+    FL_XF_COUNT_
+} fl_xform_kind;
+
+typedef struct fl_xform {
+    fl_xform_kind kind;
+    float p, p2;
+} fl_xform;
+
+const char *fl_xform_name(fl_xform_kind k); /* "translate", "scale", ... */
+static inline int fl_xform_is_affine(fl_xform_kind k) { return k <= FL_XF_ROTATE; }
+/* "rotate:12", "translate:-3,2", "noise:2,0.05" into buf; returns buf. */
+const char *fl_xform_str(const fl_xform *t, char *buf, size_t n);
+/* Parse what fl_xform_str writes (lineages are read back on resume). */
+fl_status fl_xform_parse(const char *s, fl_xform *out, fl_err *e);
+
+/* dst = t(src) for one image of c x h x w 8-bit pixels (src and dst must not overlap);
+ * rounded and clipped to 0..255. Random transformations (pixel, noise, gauss) draw from r;
+ * the others ignore it. The same t, src and r state give the same dst. */
+void fl_xform_apply(const fl_xform *t, const uint8_t *src, uint8_t *dst, int c, int h, int w,
+                    fl_rng *r);
+
+/* The parameter menus a mutator picks from. */
+typedef enum fl_fuzz_preset {
+    FL_PRESET_DEEPHUNTER = 0, /* DeepHunter's released parameter ranges, alpha 0.02, beta 0.2,
+                                 TRY_NUM 50, K 64; L0 counted over all values */
+    FL_PRESET_NLC             /* NeuraL-Coverage's fuzz.py: its ranges (no shear, no noise),
+                                 alpha 0.4, beta 0.8, TRY_NUM 50, K 64; L0 relative to the
+                                 number of non-zero values of I0, as its f() does */
+} fl_fuzz_preset;
+
+typedef struct fl_xform_menu {
+    int n;          /* choices */
+    fl_xform *v;    /* [n]: the affine ones first */
+    int n_affine;   /* v[0 .. n_affine) are affine */
+} fl_xform_menu;
+
+fl_status fl_xform_menu_make(fl_fuzz_preset preset, fl_xform_menu *out, fl_err *e);
+void fl_xform_menu_free(fl_xform_menu *m);
+
+/* DeepHunter's validity constraint of x against its lineage's reference I0 (n values):
+ * if L0(x - I0) < alpha * size then L-inf <= 255 (always true), else L-inf <= beta * 255.
+ * size is n, or with nonzero_size the number of non-zero values of I0 (NeuraL-Coverage). */
+int fl_fuzz_valid(const uint8_t *i0, const uint8_t *x, int64_t n, double alpha, double beta,
+                  int nonzero_size);
+
+/* DeepHunter's Mutate(I): up to try_num times pick a transformation from the menu (affine
+ * ones only while *affine_used == 0), apply it to img and check the result against i0. On
+ * success writes out, *used, returns 1; when the picked one is affine, also sets
+ * *affine_used = 1 and writes new_i0 = t(i0) (the lineage's new reference; the caller
+ * provides the buffer). Returns 0 after try_num invalid tries (out unspecified). */
+int fl_fuzz_mutate(const fl_xform_menu *menu, const uint8_t *img, const uint8_t *i0,
+                   int c, int h, int w, int *affine_used, double alpha, double beta,
+                   int nonzero_size, int try_num, fl_rng *r, uint8_t *out, uint8_t *new_i0,
+                   fl_xform *used);
+
+/* Distances between 8-bit images of n values, on the [0,1] scale (value / 255): L0 counts
+ * the values that differ, L2 and L-inf as usual. */
+void fl_fuzz_dist(const uint8_t *a, const uint8_t *b, int64_t n, double *l0, double *l2,
+                  double *linf);
+
+/* ---- the campaign (src/fuzz/campaign.c) -------------------------------------------------- */
+typedef enum fl_fuzz_strategy {
+    FL_FUZZ_DEEPHUNTER = 0, /* DeepHunter transformations, kept on coverage gain */
+    FL_FUZZ_TENSORFUZZ,     /* Gaussian noise under an L-inf bound against the root seed,
+                               kept when its nearest neighbour in the corpus is far */
+    FL_FUZZ_RANDOM,         /* DeepHunter transformations of the seeds, nothing kept: the
+                               baseline that shows what guidance buys */
+    FL_FUZZ_STRATEGY_COUNT_
+} fl_fuzz_strategy;
+
+typedef enum fl_fuzz_select {
+    FL_QSEL_DEFAULT = 0, /* the strategy's own: prob for deephunter, tensorfuzz for tensorfuzz,
+                            uniform (over the seeds) for random */
+    FL_QSEL_UNIFORM,     /* every entry alike */
+    FL_QSEL_TENSORFUZZ,  /* one of the 5 newest entries, or (1 in 6) any entry */
+    FL_QSEL_DEEPTEST,    /* the newest entry first */
+    FL_QSEL_PROB,        /* DeepHunter: priority 1 - B_c/gamma, at least p_min, where B_c is
+                            how often the entry was fuzzed */
+    FL_QSEL_COUNT_
+} fl_fuzz_select;
+
+fl_status fl_fuzz_strategy_parse(const char *s, fl_fuzz_strategy *out, fl_err *e);
+const char *fl_fuzz_strategy_name(fl_fuzz_strategy s);
+fl_status fl_fuzz_select_parse(const char *s, fl_fuzz_select *out, fl_err *e);
+const char *fl_fuzz_select_name(fl_fuzz_select s);
+
+/* Called about once a second and at the end (live status, progress). */
+typedef struct fl_fuzz_status {
+    double elapsed;          /* seconds in this session */
+    int64_t execs;           /* mutants evaluated (all sessions) */
+    double execs_per_s;      /* this session */
+    int64_t corpus;          /* queue entries (seeds included) */
+    int64_t covered, total;  /* the guide's coverage (total 0: unbounded, e.g. tknp) */
+    int64_t failures;        /* distinct (class pair, root) findings */
+    int64_t failures_total;  /* failing mutants, repeats included */
+    int64_t last_new_s;      /* seconds since the queue last grew */
+} fl_fuzz_status;
+
+typedef struct fl_fuzz_opts {
+    fl_model *model;          /* the model under test */
+    fl_model *model2;         /* differential oracle (same input and output shapes), or NULL */
+    const fl_dataset *seeds;  /* the seed images (labels: the misclassification oracle's
+                                 truth; unlabelled seeds take the model's prediction) */
+    const fl_dataset *train;  /* criteria built from training data (lsc, dsc, idc), or NULL */
+    const fl_profile *profile;/* kmnc, nbc, snac */
+    const char *important;    /* idc: `flare nn lrp` output, or NULL */
+    const char *layers;       /* layer set of the criterion; NULL: the profile's, else "all" */
+    const char *criterion;    /* "nc:0.75", "kmnc:100", ...: measured always, the guide of
+                                 deephunter */
+    fl_fuzz_strategy strategy;
+    fl_fuzz_select select;
+    fl_fuzz_preset preset;
+    double alpha, beta;       /* < 0: the preset's */
+    int try_num, k;           /* <= 0: the preset's (TRY_NUM, K) */
+    double gamma, p_min;      /* prob selection: 5, 0.01 (NeuraL-Coverage) */
+    double tf_sigma;          /* tensorfuzz: noise sigma in pixel levels (25.5) */
+    double tf_bound;          /* tensorfuzz: L-inf bound against the root in levels (51) */
+    double tf_threshold;      /* tensorfuzz: novelty distance (L2 of the layer's values) */
+    const char *tf_layer;     /* tensorfuzz: the layer whose values are compared; NULL logits */
+    const char *out_dir;      /* required */
+    int resume;               /* continue the campaign in out_dir (`-i -`) */
+    double max_time;          /* seconds; 0: no limit */
+    int64_t max_execs;        /* mutants; 0: no limit (one of the two limits is required
+                                 unless stop is set) */
+    uint64_t seed;
+    int batch;                /* images per forward pass for the dry run; 0: 256 */
+    volatile int *stop;       /* set to 1 (e.g. from SIGINT) to stop after this iteration */
+    void (*on_status)(const fl_fuzz_status *s, void *user); /* may be NULL */
+    void *user;
+    const char *command_line; /* recorded in fuzzer_stats, or NULL */
+} fl_fuzz_opts;
+
+void fl_fuzz_opts_default(fl_fuzz_opts *o);
+
+typedef struct fl_fuzz_result {
+    fl_fuzz_status last;      /* the final status */
+    int64_t seeds_used;       /* seeds in the queue (correctly classified ones) */
+    int64_t seeds_dropped;    /* seeds the model already misclassifies (not fuzzed) */
+    int64_t by_oracle[3];     /* distinct findings: misclassification, disagreement, nonfinite */
+} fl_fuzz_result;
+
+/* Run a campaign until a limit, *stop, or an error. Everything is checked before out_dir is
+ * created (shapes of seeds and model2, the criterion and its profile, an out_dir holding
+ * another campaign without resume); a failed check leaves nothing behind. */
+fl_status fl_fuzz_run(const fl_fuzz_opts *o, fl_fuzz_result *r, fl_err *e);
+
+/* ---- report (src/fuzz/report.c) ----------------------------------------------------------- */
+/* Write out_dir/report.html from what the folder holds (fuzzer_stats, plot_data, failures/):
+ * self-contained (images inline), so it can be written at any time and mailed around. */
+fl_status fl_fuzz_report_write(const char *out_dir, fl_err *e);
+
+/* ---- retraining (src/fuzz/retrain.c) ------------------------------------------------------ */
+typedef struct fl_retrain_opts {
+    const char *const *extra; /* failure folders (out/failures) or campaign folders */
+    int n_extra;
+    double holdout;           /* share of the failures kept out of training: 0.3 */
+    int epochs;               /* 1 */
+    int batch;                /* 64 */
+    float lr;                 /* Adam 1e-4: fine-tuning */
+    uint64_t seed;            /* the split and the shuffling */
+    void (*on_epoch)(const fl_epoch_stats *s, void *user);
+    void *user;
+} fl_retrain_opts;
+
+void fl_retrain_opts_default(fl_retrain_opts *o);
+
+typedef struct fl_retrain_result {
+    int64_t n_failures, n_train_failures, n_holdout; /* found, used for training, held out */
+    double clean_before, clean_after;     /* accuracy on the clean test set */
+    double holdout_before, holdout_after; /* accuracy on the held-out failures (their labels) */
+} fl_retrain_result;
+
+/* Fine-tune m on train plus the failures of o->extra (labelled with their seed's label);
+ * accuracy on test and on the held-out failures before and after. */
+fl_status fl_retrain(fl_model *m, const fl_dataset *train, const fl_dataset *test,
+                     const fl_retrain_opts *o, fl_retrain_result *r, fl_err *e);
+
+#endif

@@ -76,6 +76,9 @@ int fl_parallel_slots(void);
 fl_status fl_file_read(const char *path, uint8_t **buf, size_t *len, fl_err *e);
 /* Write path atomically: write path.tmp.<pid>, fsync, rename over path. */
 fl_status fl_file_write_atomic(const char *path, const void *buf, size_t len, fl_err *e);
+/* mkdir -p: create path and its missing parents (0755). FL_ERR_IO naming the part that could
+ * not be made, or path when it exists and is not a folder. */
+fl_status fl_mkdirs(const char *path, fl_err *e);
 
 /* ---- logging ------------------------------------------------------------------------------ */
 extern int fl_verbosity; /* 0 quiet, 1 normal (default), 2 debug */

@@ -120,7 +120,7 @@ static fl_status save_finding(camp *cp, const fl_case *c, const fl_trace *t,
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", path);
     *strrchr(dir, '/') = 0;
-    if ((st = od_mkdirs(dir, e))) return st;
+    if ((st = fl_mkdirs(dir, e))) return st;
     cJSON *found = cJSON_CreateObject();
     if (!found) return fl_fail(e, FL_ERR_NOMEM, "%s: out of memory", rel);
     cJSON_AddNumberToObject(found, "exec", (double)cp->st.execs);

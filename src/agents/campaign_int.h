@@ -32,7 +32,6 @@ void rp_printf(rp_buf *b, const char *fmt, ...) __attribute__((format(printf, 2,
 
 /* ---- output folder (outdir.c) ---------------------------------------------------------------- */
 /* mkdir -p. */
-fl_status od_mkdirs(const char *path, fl_err *e);
 /* out_dir/rel into buf; FL_ERR_ARG when it does not fit. */
 fl_status od_path(char *buf, size_t n, const char *out_dir, const char *rel, fl_err *e);
 /* Create out/, queue/, failures/, hangs/, logs/. A folder that already holds a campaign

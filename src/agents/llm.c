@@ -44,22 +44,6 @@ void fl_llm_opts_default(fl_llm_opts *o) {
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static void curl_init(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
 
-static fl_status mkdirs(const char *path, fl_err *e) {
-    char buf[4096];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
-        return fl_fail(e, FL_ERR_ARG, "--llm-cache %s: path too long", path);
-    for (char *p = buf + 1;; p++) {
-        if (*p && *p != '/') continue;
-        char c = *p;
-        *p = 0;
-        if (mkdir(buf, 0777) && errno != EEXIST)
-            return fl_fail(e, FL_ERR_IO, "--llm-cache %s: cannot create %s: %s", path, buf,
-                           strerror(errno));
-        if (!(*p = c)) break;
-    }
-    return FL_OK;
-}
-
 fl_status fl_llm_new(const fl_llm_opts *o, fl_llm **out, fl_err *e) {
     *out = NULL;
     const char *u = o->base_url;
@@ -91,7 +75,7 @@ fl_status fl_llm_new(const fl_llm_opts *o, fl_llm **out, fl_err *e) {
     }
     if (!st && o->cache_dir) {
         if (!(l->cache = strdup(o->cache_dir))) st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
-        else st = mkdirs(o->cache_dir, e);
+        else st = fl_mkdirs(o->cache_dir, e);
     }
     l->o.base_url = l->base;
     l->o.cache_dir = l->cache;

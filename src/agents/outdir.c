@@ -24,25 +24,6 @@
 
 #include "agents/campaign_int.h"
 
-fl_status od_mkdirs(const char *path, fl_err *e) {
-    char buf[4096];
-    size_t n = strlen(path);
-    if (n == 0 || n >= sizeof buf) return fl_fail(e, FL_ERR_ARG, "%s: bad folder name", path);
-    memcpy(buf, path, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (buf[i] != '/' && buf[i] != 0) continue;
-        char c = buf[i];
-        buf[i] = 0;
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-            return fl_fail(e, FL_ERR_IO, "%s: cannot create folder: %s", buf, strerror(errno));
-        buf[i] = c;
-    }
-    struct stat st;
-    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
-        return fl_fail(e, FL_ERR_IO, "%s: exists and is not a folder", path);
-    return FL_OK;
-}
-
 fl_status od_path(char *buf, size_t n, const char *out_dir, const char *rel, fl_err *e) {
     int k = snprintf(buf, n, "%s/%s", out_dir, rel);
     if (k < 0 || (size_t)k >= n) return fl_fail(e, FL_ERR_ARG, "%s/%s: path too long", out_dir, rel);
@@ -76,7 +57,7 @@ fl_status od_prepare(const char *out_dir, int resume, fl_err *e) {
     static const char *const sub[] = {"", "queue", "failures", "hangs", "logs"};
     for (size_t i = 0; i < sizeof sub / sizeof *sub; i++) {
         if ((st = od_path(p, sizeof p, out_dir, sub[i], e))) return st;
-        if ((st = od_mkdirs(p, e))) return st;
+        if ((st = fl_mkdirs(p, e))) return st;
     }
     return FL_OK;
 }

@@ -117,3 +117,22 @@ fl_status fl_file_write_atomic(const char *path, const void *buf, size_t len, fl
     }
     return FL_OK;
 }
+
+fl_status fl_mkdirs(const char *path, fl_err *e) {
+    char buf[4096];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof buf) return fl_fail(e, FL_ERR_ARG, "%s: bad folder name", path);
+    memcpy(buf, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] != '/' && buf[i] != 0) continue;
+        char c = buf[i];
+        buf[i] = 0;
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            return fl_fail(e, FL_ERR_IO, "%s: cannot create folder: %s", buf, strerror(errno));
+        buf[i] = c;
+    }
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+        return fl_fail(e, FL_ERR_IO, "%s: exists and is not a folder", path);
+    return FL_OK;
+}

@@ -77,6 +77,9 @@ typedef struct fl_scale {
 fl_status fl_scale_parse(const char *s, fl_scale *out, fl_err *e);
 /* The inverse of fl_scale_parse, e.g. "meanstd:0.286,0.353"; returns buf. */
 const char *fl_scale_str(const fl_scale *s, char *buf, size_t n);
+/* lut[v] = the scaled float of 8-bit value v in channel ch (0 for a one-channel scale): how
+ * pixels become model inputs. */
+void fl_scale_lut(const fl_scale *s, int ch, float lut[256]);
 /* Map scaled values back to [0,1] (8-bit value / 255) in place; x is [n,c,hw]. s == NULL
  * means [0,1] already. Used to turn model inputs back into pictures. */
 void fl_scale_unapply(const fl_scale *s, float *x, int64_t n, int c, int64_t hw);

@@ -76,6 +76,11 @@ int fl_parallel_slots(void);
 fl_status fl_file_read(const char *path, uint8_t **buf, size_t *len, fl_err *e);
 /* Write path atomically: write path.tmp.<pid>, fsync, rename over path. */
 fl_status fl_file_write_atomic(const char *path, const void *buf, size_t len, fl_err *e);
+/* fl_file_durable(0): fl_file_write_atomic (and every writer built on it) skips the fsync
+ * before the rename, process-wide. Readers still never see half a file; a power cut may lose
+ * the newest files. For a campaign that writes thousands of small files a second, as AFL++
+ * does with its queue; the default is 1. */
+void fl_file_durable(int on);
 /* mkdir -p: create path and its missing parents (0755). FL_ERR_IO naming the part that could
  * not be made, or path when it exists and is not a folder. */
 fl_status fl_mkdirs(const char *path, fl_err *e);

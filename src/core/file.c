@@ -86,6 +86,9 @@ fl_status fl_file_read(const char *path, uint8_t **buf, size_t *len, fl_err *e) 
     return FL_OK;
 }
 
+static int durable = 1;
+void fl_file_durable(int on) { durable = on; }
+
 fl_status fl_file_write_atomic(const char *path, const void *buf, size_t len, fl_err *e) {
     char tmp[4096];
     if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
@@ -106,7 +109,7 @@ fl_status fl_file_write_atomic(const char *path, const void *buf, size_t len, fl
         p += w;
         left -= (size_t)w;
     }
-    if (fsync(fd) != 0 || close(fd) != 0) {
+    if ((durable && fsync(fd) != 0) || close(fd) != 0) {
         unlink(tmp);
         return fl_fail(e, FL_ERR_IO, "%s: cannot flush: %s", tmp, strerror(errno));
     }

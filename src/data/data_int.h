@@ -25,8 +25,6 @@ int fl__is_file(const char *path);
 /* Multiply a*b into *out unless it overflows int64 or passes `cap`; returns 0 on failure. */
 int fl__mul_checked(int64_t a, int64_t b, int64_t cap, int64_t *out);
 
-/* lut[v] = the scaled float of 8-bit value v in channel ch; s must not be NULL. */
-void fl__scale_lut(const fl_scale *s, int ch, float lut[256]);
 /* Scale floats already in [0,1] in place (FL_SCALE_01 and _NONE leave them as they are). */
 void fl__scale_f32(const fl_scale *s, float *x, int64_t n, int c, int64_t hw);
 /* Check that a mean/std scale fits c channels. */

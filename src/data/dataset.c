@@ -109,7 +109,7 @@ fl_status fl__dataset_new_u8(int64_t n, int c, int h, int w, const fl_scale *s, 
                        (long long)n, c, h, w);
     }
     d->scale = *s;
-    for (int r = 0; r < 3; r++) fl__scale_lut(s, r, d->lut[r]);
+    for (int r = 0; r < 3; r++) fl_scale_lut(s, r, d->lut[r]);
     return FL_OK;
 }
 

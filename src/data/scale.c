@@ -98,7 +98,7 @@ fl_status fl__scale_check(const fl_scale *s, int c, const char *name, fl_err *e)
     return FL_OK;
 }
 
-void fl__scale_lut(const fl_scale *s, int ch, float lut[256]) {
+void fl_scale_lut(const fl_scale *s, int ch, float lut[256]) {
     float a, b;
     affine(s, ch, &a, &b);
     /* v/255*255 need not give back v exactly in float; raw values must be exact. */

@@ -37,6 +37,7 @@
 #define FLARE_FUZZ_H
 
 #include "flare/cover.h"
+#include "flare/train.h" /* fl_epoch_stats (fl_retrain_opts) */
 
 /* ---- image transformations (src/fuzz/xform.c) ---------------------------------------------
  * DeepHunter's (Xie et al., ISSTA 2019) transformation families. The first four are affine;
@@ -89,6 +90,9 @@ typedef struct fl_xform_menu {
     int n;          /* choices */
     fl_xform *v;    /* [n]: the affine ones first */
     int n_affine;   /* v[0 .. n_affine) are affine */
+    int by_kind;    /* how fl_fuzz_mutate picks: 0 one of the allowed entries uniformly
+                       (NeuraL-Coverage's randomPick over its flat list); 1 one of the allowed
+                       kinds uniformly, then one of its entries (DeepHunter's mutate_one) */
 } fl_xform_menu;
 
 fl_status fl_xform_menu_make(fl_fuzz_preset preset, fl_xform_menu *out, fl_err *e);

@@ -77,6 +77,8 @@ fl_status fl_profile_compute(fl_model *m, const fl_layerset *ls, const fl_datase
  * (magic, version, sizes, checksum), naming the file. */
 fl_status fl_profile_save(const fl_profile *p, const char *path, fl_err *e);
 fl_status fl_profile_load(const char *path, fl_profile **out, fl_err *e);
+/* The profile's layers as a layer-set spec "a,b,c" (malloc'd; NULL when out of memory). */
+char *fl_profile_layers(const fl_profile *p);
 /* FL_OK when p was computed for exactly ls's layers (names and widths, in order); otherwise
  * FL_ERR_ARG naming the first difference ("profile has layer 'x' (84 neurons), layer set has
  * 'y' (120)"). */

@@ -111,6 +111,10 @@ fl_status fl_dataset_load(const char *spec, const fl_scale *scale, int64_t limit
  * builds one itself. */
 fl_status fl_dataset_new(int64_t n, int c, int h, int w, fl_dataset **out, fl_err *e);
 void fl_dataset_free(fl_dataset *d);
+/* A new dataset of the samples idx[0..n-1] of d, in that order: same storage kind, scale,
+ * labels and class names. */
+fl_status fl_dataset_subset(const fl_dataset *d, const int64_t *idx, int64_t n, fl_dataset **out,
+                            fl_err *e);
 
 /* Copy samples idx[0..n-1] as scaled floats into x and (if y != NULL) their labels into
  * y[0..n-1]. If x->data is NULL, x is allocated as [n,c,h,w] (release with fl_tensor_free);

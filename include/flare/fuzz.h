@@ -189,6 +189,8 @@ typedef struct fl_fuzz_opts {
     void (*on_status)(const fl_fuzz_status *s, void *user); /* may be NULL */
     void *user;
     const char *command_line; /* recorded in fuzzer_stats, or NULL */
+    const char *model_path, *model2_path, *seeds_spec; /* recorded (resume reloads the seeds'
+                                 spec for its classes and scale), or NULL */
 } fl_fuzz_opts;
 
 void fl_fuzz_opts_default(fl_fuzz_opts *o);

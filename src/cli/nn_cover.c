@@ -107,20 +107,6 @@ static void print_json(const cli_opts *o, const fl_dataset *d, const fl_layerset
     cJSON_Delete(j);
 }
 
-/* The profile's layers as a layer-set spec "a,b,c" (malloc'd). */
-static char *profile_layers(const fl_profile *p) {
-    size_t n = 1;
-    for (int l = 0; l < p->n_layers; l++) n += strlen(p->name[l]) + 1;
-    char *s = malloc(n);
-    if (!s) return NULL;
-    s[0] = 0;
-    for (int l = 0; l < p->n_layers; l++) {
-        if (l) strcat(s, ",");
-        strcat(s, p->name[l]);
-    }
-    return s;
-}
-
 int cmd_nn_cover(const cli_opts *o) {
     fl_err e = {0};
     fl_scale sc;
@@ -137,7 +123,7 @@ int cmd_nn_cover(const cli_opts *o) {
     int rc = CLI_FAIL;
     if (o->set[F_cov_profile] && fl_profile_load(o->cov_profile, &p, &e) != FL_OK) goto out;
     if (p && !o->set[F_cov_layers]) {
-        if (!(layers = from_profile = profile_layers(p))) {
+        if (!(layers = from_profile = fl_profile_layers(p))) {
             fl_fail(&e, FL_ERR_NOMEM, "out of memory");
             goto out;
         }

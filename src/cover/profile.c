@@ -340,3 +340,16 @@ fl_status fl_profile_load(const char *path, fl_profile **out, fl_err *e) {
     free(buf);
     return st;
 }
+
+char *fl_profile_layers(const fl_profile *p) {
+    size_t n = 1;
+    for (int l = 0; l < p->n_layers; l++) n += strlen(p->name[l]) + 1;
+    char *s = malloc(n);
+    if (!s) return NULL;
+    s[0] = 0;
+    for (int l = 0; l < p->n_layers; l++) {
+        if (l) strcat(s, ",");
+        strcat(s, p->name[l]);
+    }
+    return s;
+}

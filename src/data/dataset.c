@@ -428,3 +428,34 @@ fl_status fl_dataset_load(const char *spec, const fl_scale *scale, int64_t limit
     *out = d;
     return FL_OK;
 }
+
+fl_status fl_dataset_subset(const fl_dataset *d, const int64_t *idx, int64_t n, fl_dataset **out,
+                            fl_err *e) {
+    *out = NULL;
+    const int64_t per = (int64_t)d->c * d->h * d->w;
+    for (int64_t i = 0; i < n; i++)
+        if (idx[i] < 0 || idx[i] >= d->n)
+            return fl_fail(e, FL_ERR_ARG, "subset: index %lld outside [0, %lld)",
+                           (long long)idx[i], (long long)d->n);
+    fl_dataset *s = NULL;
+    fl_status st = d->x8 ? fl__dataset_new_u8(n, d->c, d->h, d->w, &d->scale, NULL, &s, e)
+                         : fl_dataset_new(n, d->c, d->h, d->w, &s, e);
+    if (st) return st;
+    s->scale = d->scale;
+    memcpy(s->lut, d->lut, sizeof s->lut);
+    for (int64_t i = 0; i < n; i++) {
+        if (d->x8) memcpy(s->x8 + i * per, d->x8 + idx[i] * per, (size_t)per);
+        else memcpy(s->x + i * per, d->x + idx[i] * per, sizeof(float) * (size_t)per);
+        s->y[i] = d->y[idx[i]];
+    }
+    s->has_labels = d->has_labels;
+    if (!(st = fl__set_classes(s, d->n_classes, (const char *const *)d->class_names, e)) &&
+        d->source)
+        st = fl__set_source(s, "subset", d->source, NULL, e);
+    if (st) {
+        fl_dataset_free(s);
+        return st;
+    }
+    *out = s;
+    return FL_OK;
+}

@@ -1,0 +1,239 @@
+/* flare nn fuzz: load what the flags name, optionally select seeds, run fl_fuzz_run with a live
+ * status line, print what was found (docs/nn-fuzz.md).
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/progress.h"
+#include "flare/fuzz.h"
+#include "flare/onnx.h"
+#include "flare/select.h"
+
+static volatile int stop_flag;
+static void on_sigint(int sig) {
+    (void)sig;
+    stop_flag = 1;
+}
+
+typedef struct live {
+    int tty;
+    double last_line;
+} live;
+
+static void on_status(const fl_fuzz_status *s, void *user) {
+    live *l = user;
+    if (cli_quiet) return;
+    char t[32], cov[64];
+    cli_fmt_duration(s->elapsed, t, sizeof t);
+    if (s->total)
+        snprintf(cov, sizeof cov, "%lld/%lld (%.2f%%)", (long long)s->covered, (long long)s->total,
+                 100.0 * (double)s->covered / (double)s->total);
+    else
+        snprintf(cov, sizeof cov, "%lld", (long long)s->covered);
+    char line[256];
+    snprintf(line, sizeof line,
+             "[%s] execs %lld (%.0f/s)  corpus %lld  coverage %s  failures %lld (%lld mutants)", t,
+             (long long)s->execs, s->execs_per_s, (long long)s->corpus, cov,
+             (long long)s->failures, (long long)s->failures_total);
+    if (l->tty) {
+        fprintf(stderr, "\r%-*.*s", cli_term_width(stderr) - 1, cli_term_width(stderr) - 1, line);
+    } else if (s->elapsed - l->last_line >= 10 || l->last_line < 0) {
+        fprintf(stderr, "%s\n", line);
+        l->last_line = s->elapsed;
+    }
+}
+
+/* The seeds: --seeds (or, resuming, the spec recorded in fuzzer_stats), then --select. */
+static fl_status load_seeds(const cli_opts *o, fl_model *m, const fl_scale *scp, fl_dataset **out,
+                            uint64_t seed, fl_err *e) {
+    char spec[4096] = "", sc_txt[96] = "", path[4096];
+    fl_scale sc;
+    const char *s = o->fz_seeds;
+    if (!strcmp(s, "-")) {
+        snprintf(path, sizeof path, "%s/fuzzer_stats", o->fz_output);
+        FILE *f = fopen(path, "r");
+        char line[4096];
+        while (f && fgets(line, sizeof line, f)) {
+            char *v = strchr(line, ':');
+            if (!v) continue;
+            for (v++; *v == ' '; v++) {}
+            v[strcspn(v, "\n")] = 0;
+            if (!strncmp(line, "seeds_spec ", 11)) snprintf(spec, sizeof spec, "%s", v);
+            if (!strncmp(line, "scale ", 6)) snprintf(sc_txt, sizeof sc_txt, "%s", v);
+        }
+        if (f) fclose(f);
+        if (!spec[0])
+            return fl_fail(e, FL_ERR_NOTFOUND, "-i -: %s records no seeds_spec to resume from", path);
+        if (sc_txt[0] && !scp) {
+            if (fl_scale_parse(sc_txt, &sc, e)) return e->status;
+            scp = &sc;
+        }
+        s = spec;
+    }
+    fl_dataset *d = NULL;
+    fl_status st = fl_dataset_load(s, scp, o->fz_limit, &d, e);
+    if (st || !o->set[F_fz_select] || !strcmp(o->fz_seeds, "-")) return *out = d, st;
+    fl_select_opts so;
+    fl_select_opts_default(&so);
+    fl_important *imp = NULL;
+    fl_dataset *tr = NULL;
+    fl_selection *sel = NULL;
+    if ((st = fl_select_strategy_parse(o->fz_select, &so.strategy, e))) goto out;
+    so.n = o->fz_n;
+    so.seed = seed;
+    if (so.strategy >= FL_SEL_ST_DALL) {
+        if (!o->set[F_fz_important] || !o->set[F_fz_train]) {
+            st = fl_fail(e, FL_ERR_ARG, "--select %s needs --important and --train", o->fz_select);
+            goto out;
+        }
+        if ((st = fl_important_load(o->fz_important, &imp, e)) ||
+            (st = fl_dataset_load(o->fz_train, scp, o->fz_limit, &tr, e)))
+            goto out;
+        so.important = imp;
+        so.train = tr;
+    }
+    if ((st = fl_select(m, d, &so, &sel, e))) goto out;
+    fl_dataset *sub;
+    if (!(st = fl_dataset_subset(d, sel->index, sel->n, &sub, e))) {
+        cli_note("selected %lld of %lld seeds by %s\n", (long long)sel->n, (long long)d->n,
+                 o->fz_select);
+        fl_dataset_free(d);
+        d = sub;
+    }
+out:
+    fl_selection_free(sel);
+    fl_important_free(imp);
+    fl_dataset_free(tr);
+    if (st) fl_dataset_free(d), d = NULL;
+    *out = d;
+    return st;
+}
+
+static char *join_args(const cli_opts *o) {
+    (void)o;
+    FILE *f = fopen("/proc/self/cmdline", "r");
+    if (!f) return NULL;
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    for (size_t i = 0; i + 1 < n; i++)
+        if (!buf[i]) buf[i] = ' ';
+    buf[n] = 0;
+    return strdup(buf);
+}
+
+int cmd_nn_fuzz(const cli_opts *o) {
+    fl_err e = {0};
+    fl_scale sc;
+    if (o->given[F_fz_scale] && fl_scale_parse(o->fz_scale, &sc, &e) != FL_OK)
+        return cli_usage(o->cmd, "--scale: %s", e.msg);
+    const fl_scale *scp = o->given[F_fz_scale] ? &sc : NULL;
+    fl_fuzz_opts fo;
+    fl_fuzz_opts_default(&fo);
+    int resume = !strcmp(o->fz_seeds, "-");
+    if (fl_fuzz_strategy_parse(o->fz_strategy, &fo.strategy, &e) ||
+        fl_fuzz_select_parse(o->fz_queue, &fo.select, &e))
+        return cli_usage(o->cmd, "%s", e.msg);
+    uint64_t seed = o->fz_seed;
+    if (resume && !o->set[F_fz_seed]) {
+        char p[4096], line[256];
+        snprintf(p, sizeof p, "%s/fuzzer_stats", o->fz_output);
+        FILE *f = fopen(p, "r");
+        while (f && fgets(line, sizeof line, f))
+            if (!strncmp(line, "seed ", 5)) seed = strtoull(strchr(line, ':') + 1, NULL, 10);
+        if (f) fclose(f);
+    } else if (!o->set[F_fz_seed] &&
+               getrandom(&seed, sizeof seed, 0) != (ssize_t)sizeof seed) {
+        seed = (uint64_t)(fl_now() * 1e9) ^ ((uint64_t)getpid() << 32);
+    }
+    cli_note("seed %llu (repeat this campaign with -s %llu -j %lld)\n", (unsigned long long)seed,
+             (unsigned long long)seed, (long long)o->fz_jobs);
+    fl_threads_set((int)o->fz_jobs);
+
+    fl_model *m = NULL, *m2 = NULL;
+    fl_dataset *seeds = NULL, *train = NULL;
+    fl_profile *prof = NULL;
+    char *cmdline = join_args(o);
+    int rc = CLI_FAIL;
+    if (fl_onnx_load(o->fz_model, &m, &e)) goto out;
+    if (o->set[F_fz_model2] && fl_onnx_load(o->fz_model2, &m2, &e)) goto out;
+    if (o->set[F_fz_profile] && fl_profile_load(o->fz_profile, &prof, &e)) goto out;
+    if (o->set[F_fz_train] && fl_dataset_load(o->fz_train, scp, o->fz_limit, &train, &e)) goto out;
+    if (load_seeds(o, m, scp, &seeds, seed, &e)) goto out;
+
+    fo.model = m;
+    fo.model2 = m2;
+    fo.seeds = seeds;
+    fo.train = train;
+    fo.profile = prof;
+    fo.important = o->set[F_fz_important] ? o->fz_important : NULL;
+    fo.layers = o->set[F_fz_layers] ? o->fz_layers : NULL;
+    fo.criterion = o->fz_criterion;
+    fo.preset = strcmp(o->fz_preset, "nlc") ? FL_PRESET_DEEPHUNTER : FL_PRESET_NLC;
+    fo.alpha = o->set[F_fz_alpha] ? o->fz_alpha : -1;
+    fo.beta = o->set[F_fz_beta] ? o->fz_beta : -1;
+    fo.try_num = (int)o->fz_tries;
+    fo.k = (int)o->fz_k;
+    fo.tf_sigma = o->fz_tf_sigma;
+    fo.tf_bound = o->fz_tf_bound;
+    fo.tf_threshold = o->fz_tf_threshold;
+    fo.tf_layer = o->set[F_fz_tf_layer] ? o->fz_tf_layer : NULL;
+    fo.out_dir = o->fz_output;
+    fo.resume = resume;
+    fo.max_time = o->set[F_fz_max_time] ? o->fz_max_time : 0;
+    fo.max_execs = o->set[F_fz_max_execs] ? o->fz_max_execs : 0;
+    fo.seed = seed;
+    fo.batch = (int)o->fz_batch;
+    fo.stop = &stop_flag;
+    live lv = {cli_isatty(stderr), -1};
+    fo.on_status = on_status;
+    fo.user = &lv;
+    fo.command_line = cmdline;
+    fo.model_path = o->fz_model;
+    fo.model2_path = m2 ? o->fz_model2 : NULL;
+    fo.seeds_spec = resume ? NULL : o->fz_seeds;
+    if (resume) { /* keep the recorded spec in fuzzer_stats */
+        fo.seeds_spec = seeds->source;
+    }
+    struct sigaction sa = {0}, old;
+    sa.sa_handler = on_sigint;
+    sigaction(SIGINT, &sa, &old);
+    fl_fuzz_result r;
+    fl_status st = fl_fuzz_run(&fo, &r, &e);
+    sigaction(SIGINT, &old, NULL);
+    if (lv.tty && !cli_quiet) fprintf(stderr, "\n");
+    if (st) goto out;
+    if (stop_flag) cli_note("stopped by Ctrl-C; the output folder is complete\n");
+    if (r.seeds_dropped)
+        cli_note("%lld of %lld seeds were already misclassified and not fuzzed\n",
+                 (long long)r.seeds_dropped, (long long)seeds->n);
+    const fl_fuzz_status *s = &r.last;
+    printf("execs      %lld in %.1f s (%.0f/s)\n", (long long)s->execs, s->elapsed, s->execs_per_s);
+    printf("corpus     %lld (%lld seeds)\n", (long long)s->corpus, (long long)r.seeds_used);
+    if (s->total)
+        printf("coverage   %s %lld/%lld = %.2f%%\n", o->fz_criterion, (long long)s->covered,
+               (long long)s->total, 100.0 * (double)s->covered / (double)s->total);
+    else
+        printf("coverage   %s %lld\n", o->fz_criterion, (long long)s->covered);
+    printf("failures   %lld distinct (%lld misclassification, %lld disagreement, %lld non-finite); "
+           "%lld failing mutants\n",
+           (long long)s->failures, (long long)r.by_oracle[0], (long long)r.by_oracle[1],
+           (long long)r.by_oracle[2], (long long)s->failures_total);
+    if (s->failures) printf("grid       %s/failures.png (seed next to mutant)\n", o->fz_output);
+    printf("report     %s/report.html\n", o->fz_output);
+    rc = CLI_OK;
+out:
+    if (rc != CLI_OK) cli_fail(&e);
+    free(cmdline);
+    fl_profile_free(prof);
+    fl_dataset_free(seeds);
+    fl_dataset_free(train);
+    fl_model_free(m);
+    fl_model_free(m2);
+    return rc;
+}

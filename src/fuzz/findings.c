@@ -1,0 +1,300 @@
+/* What the oracles found, de-duplicated by (oracle, seed class, predicted class, lineage root),
+ * and the files of each finding (docs/nn-fuzz.md):
+ *
+ *     failures/<true>-<pred>/root:NNNNNN,first.{npy,png,pair.png,json}   the first example
+ *     failures/<true>-<pred>/root:NNNNNN,min.{...}                        the closest to its seed
+ *
+ * <true>-nan holds non-finite outputs, <true>-<pred>-vs-<pred2> disagreements with --model2.
+ * The table is small (one row per finding), kept in memory with an open-addressing index, and
+ * rebuilt from the JSON files on resume.
+ */
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuzz/fuzz_int.h"
+
+static const char *const oracle_names[] = {"misclassification", "disagreement", "nonfinite"};
+
+static uint64_t key_hash(int oracle, int32_t label, int32_t pred, int32_t pred2, int64_t root) {
+    uint64_t h = (uint64_t)root * 0x9e3779b97f4a7c15ull;
+    h ^= ((uint64_t)(uint32_t)label << 32 | (uint32_t)pred) * 0xbf58476d1ce4e5b9ull;
+    h ^= ((uint64_t)(uint32_t)pred2 << 8 | (unsigned)oracle) * 0x94d049bb133111ebull;
+    return h ^ (h >> 31);
+}
+
+static int same(const fz_finding *f, int oracle, int32_t label, int32_t pred, int32_t pred2,
+                int64_t root) {
+    return f->oracle == oracle && f->label == label && f->pred == pred && f->pred2 == pred2 &&
+           f->root == root;
+}
+
+static fl_status rehash(fz_findings *fs, fl_err *e) {
+    int64_t ns = fs->n_slots ? fs->n_slots * 2 : 1024;
+    int64_t *s = malloc(sizeof *s * (size_t)ns);
+    if (!s) return fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    for (int64_t i = 0; i < ns; i++) s[i] = -1;
+    for (int64_t i = 0; i < fs->n; i++) {
+        const fz_finding *f = &fs->f[i];
+        uint64_t h = key_hash(f->oracle, f->label, f->pred, f->pred2, f->root);
+        int64_t j = (int64_t)(h & (uint64_t)(ns - 1));
+        while (s[j] >= 0) j = (j + 1) & (ns - 1);
+        s[j] = i;
+    }
+    free(fs->slot);
+    fs->slot = s;
+    fs->n_slots = ns;
+    return FL_OK;
+}
+
+/* The finding with this key, created (seen 0, min_l2 +inf) when absent. */
+static fz_finding *lookup(fz_findings *fs, int oracle, int32_t label, int32_t pred, int32_t pred2,
+                          int64_t root, int *created, fl_err *e) {
+    *created = 0;
+    if ((fs->n + 1) * 2 > fs->n_slots && rehash(fs, e)) return NULL;
+    uint64_t h = key_hash(oracle, label, pred, pred2, root);
+    int64_t j = (int64_t)(h & (uint64_t)(fs->n_slots - 1));
+    for (; fs->slot[j] >= 0; j = (j + 1) & (fs->n_slots - 1))
+        if (same(&fs->f[fs->slot[j]], oracle, label, pred, pred2, root)) return &fs->f[fs->slot[j]];
+    if (fs->n == fs->cap) {
+        int64_t c = fs->cap ? fs->cap * 2 : 256;
+        fz_finding *p = realloc(fs->f, sizeof *p * (size_t)c);
+        if (!p) return fl_fail(e, FL_ERR_NOMEM, "out of memory"), NULL;
+        fs->f = p;
+        fs->cap = c;
+    }
+    fz_finding *f = &fs->f[fs->n];
+    *f = (fz_finding){oracle, label, pred, pred2, root, 0, INFINITY};
+    fs->slot[j] = fs->n++;
+    fs->by_oracle[oracle]++;
+    *created = 1;
+    return f;
+}
+
+void fz_findings_free(fz_findings *fs) {
+    free(fs->f);
+    free(fs->slot);
+    memset(fs, 0, sizeof *fs);
+}
+
+static void dir_name(char *buf, size_t n, int oracle, int32_t label, int32_t pred, int32_t pred2) {
+    if (oracle == FZ_OR_NONFINITE) snprintf(buf, n, "%d-nan", label);
+    else if (oracle == FZ_OR_DISAGREE) snprintf(buf, n, "%d-%d-vs-%d", label, pred, pred2);
+    else snprintf(buf, n, "%d-%d", label, pred);
+}
+
+static const char *class_name(const fz_campaign *cp, int32_t k) {
+    return k >= 0 && k < cp->n_classes ? cp->class_names[k] : "NaN";
+}
+
+/* The seed next to the mutant, labelled, as path. */
+static fl_status write_pair(const fz_campaign *cp, const char *path, const uint8_t *seed,
+                            const uint8_t *mut, const fz_verdict *v, fl_err *e) {
+    float *img = malloc(sizeof(float) * (size_t)(2 * cp->n));
+    if (!img) return fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    for (int64_t i = 0; i < cp->n; i++) {
+        img[i] = seed[i] / 255.0f;
+        img[cp->n + i] = mut[i] / 255.0f;
+    }
+    char l0[96], l1[96];
+    snprintf(l0, sizeof l0, "seed\n%s", class_name(cp, v->label));
+    if (v->oracle == FZ_OR_NONFINITE) snprintf(l1, sizeof l1, "mutant\nNaN");
+    else snprintf(l1, sizeof l1, "%s\n%.2f", class_name(cp, v->pred), v->confidence);
+    const char *labels[2] = {l0, l1};
+    fl_status st = fl_image_grid_write(path, img, 2, cp->c, cp->h, cp->w, 2, labels, e);
+    free(img);
+    return st;
+}
+
+static fl_status write_files(fz_campaign *cp, const fz_failure *f, const fz_finding *fd,
+                             const char *kind, double l0, double l2, double linf, fl_err *e) {
+    char dir[64], rel[160], path[4096];
+    dir_name(dir, sizeof dir, f->v->oracle, f->v->label, f->v->pred, f->v->pred2);
+    snprintf(rel, sizeof rel, "failures/%s", dir);
+    fl_status st;
+    if ((st = fz_path(path, sizeof path, cp->o->out_dir, rel, e)) || (st = fl_mkdirs(path, e)))
+        return st;
+    size_t base = strlen(path);
+    snprintf(path + base, sizeof path - base, "/root:%06lld,%s.npy", (long long)f->root->id, kind);
+    size_t stem = strlen(path) - 4;
+    int64_t shape[4] = {1, cp->c, cp->h, cp->w};
+    if ((st = fl_npy_write(path, FL_DT_F32, 4, shape, f->input, e))) return st;
+    strcpy(path + stem, ".png");
+    {
+        float *img = malloc(sizeof(float) * (size_t)cp->n);
+        if (!img) return fl_fail(e, FL_ERR_NOMEM, "out of memory");
+        for (int64_t i = 0; i < cp->n; i++) img[i] = f->px[i];
+        st = fl_png_write(path, img, cp->c, cp->h, cp->w, 0, 255, e);
+        free(img);
+        if (st) return st;
+    }
+    strcpy(path + stem, ".pair.png");
+    if ((st = write_pair(cp, path, f->root->px, f->px, f->v, e))) return st;
+
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "kind", kind);
+    cJSON_AddStringToObject(j, "oracle", oracle_names[f->v->oracle]);
+    cJSON_AddNumberToObject(j, "id", (double)f->exec);
+    cJSON_AddNumberToObject(j, "root", (double)f->root->id);
+    cJSON_AddNumberToObject(j, "src", (double)f->parent->id);
+    cJSON_AddNumberToObject(j, "seed_index", (double)f->root->seed_index);
+    cJSON_AddNumberToObject(j, "label", f->v->label);
+    cJSON_AddStringToObject(j, "label_name", class_name(cp, f->v->label));
+    if (f->v->pred >= 0) {
+        cJSON_AddNumberToObject(j, "pred", f->v->pred);
+        cJSON_AddStringToObject(j, "pred_name", class_name(cp, f->v->pred));
+        cJSON_AddNumberToObject(j, "confidence", f->v->confidence);
+    } else {
+        cJSON_AddNullToObject(j, "pred");
+        cJSON_AddStringToObject(j, "pred_name", "NaN");
+    }
+    if (f->v->pred2 >= 0) cJSON_AddNumberToObject(j, "pred2", f->v->pred2);
+    cJSON *ops = cJSON_AddArrayToObject(j, "ops");
+    char buf[64];
+    for (const char *s = f->parent->ops; s && *s;) {
+        size_t k = strcspn(s, " ");
+        if (k && k < sizeof buf) {
+            memcpy(buf, s, k);
+            buf[k] = 0;
+            cJSON_AddItemToArray(ops, cJSON_CreateString(buf));
+        }
+        s += k + (s[k] == ' ');
+    }
+    cJSON_AddItemToArray(ops, cJSON_CreateString(f->last_op));
+    cJSON_AddNumberToObject(j, "l0", l0);
+    cJSON_AddNumberToObject(j, "l2", l2);
+    cJSON_AddNumberToObject(j, "linf", linf);
+    cJSON_AddNumberToObject(j, "exec", (double)f->exec);
+    cJSON_AddNumberToObject(j, "time", f->time);
+    cJSON_AddNumberToObject(j, "seen", (double)fd->seen);
+    char *txt = cJSON_Print(j);
+    cJSON_Delete(j);
+    if (!txt) return fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    strcpy(path + stem, ".json");
+    st = fl_file_write_atomic(path, txt, strlen(txt), e);
+    free(txt);
+    return st;
+}
+
+fl_status fz_findings_add(fz_campaign *cp, const fz_failure *f, int *is_new, fl_err *e) {
+    const fz_verdict *v = f->v;
+    cp->fs.total++;
+    fz_finding *fd = lookup(&cp->fs, v->oracle, v->label, v->pred, v->pred2, f->root->id, is_new, e);
+    if (!fd) return e ? e->status : FL_ERR_NOMEM;
+    fd->seen++;
+    double l0, l2, linf;
+    fl_fuzz_dist(f->root->px, f->px, cp->n, &l0, &l2, &linf);
+    fl_status st = FL_OK;
+    if (*is_new) st = write_files(cp, f, fd, "first", l0, l2, linf, e);
+    if (!st && l2 < fd->min_l2) {
+        fd->min_l2 = l2;
+        st = write_files(cp, f, fd, "min", l0, l2, linf, e);
+    }
+    return st;
+}
+
+/* ---- resume and the grid ------------------------------------------------------------------- */
+static int32_t json_int(const cJSON *j, const char *k, int32_t dflt) {
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, k);
+    return cJSON_IsNumber(x) ? (int32_t)x->valuedouble : dflt;
+}
+
+static fl_status load_one(fz_campaign *cp, const char *path, fl_err *e) {
+    uint8_t *buf;
+    size_t len;
+    fl_status st = fl_file_read(path, &buf, &len, e);
+    if (st) return st;
+    cJSON *j = cJSON_ParseWithLength((const char *)buf, len);
+    free(buf);
+    const cJSON *orc = cJSON_GetObjectItemCaseSensitive(j, "oracle");
+    int oracle = -1;
+    for (int k = 0; k < 3 && cJSON_IsString(orc); k++)
+        if (!strcmp(orc->valuestring, oracle_names[k])) oracle = k;
+    int64_t root = json_int(j, "root", -1);
+    if (!j || oracle < 0 || root < 0 || root >= cp->q.n_seeds) {
+        cJSON_Delete(j);
+        return fl_fail(e, FL_ERR_FORMAT, "%s: not a failure record of this campaign", path);
+    }
+    int created;
+    fz_finding *fd = lookup(&cp->fs, oracle, json_int(j, "label", -1), json_int(j, "pred", -1),
+                            json_int(j, "pred2", -1), root, &created, e);
+    if (fd) {
+        int64_t seen = json_int(j, "seen", 1);
+        if (seen > fd->seen) fd->seen = seen;
+        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(j, "kind");
+        const cJSON *l2 = cJSON_GetObjectItemCaseSensitive(j, "l2");
+        if (cJSON_IsString(kind) && !strcmp(kind->valuestring, "min") && cJSON_IsNumber(l2))
+            fd->min_l2 = l2->valuedouble;
+    }
+    cJSON_Delete(j);
+    return fd ? FL_OK : (e ? e->status : FL_ERR_NOMEM);
+}
+
+fl_status fz_findings_load(fz_campaign *cp, fl_err *e) {
+    char top[4096], sub[4096], file[4096];
+    fl_status st = fz_path(top, sizeof top, cp->o->out_dir, "failures", e);
+    if (st) return st;
+    DIR *d = opendir(top);
+    if (!d) return FL_OK;
+    struct dirent *de;
+    while (!st && (de = readdir(d))) {
+        if (de->d_name[0] == '.') continue;
+        if (snprintf(sub, sizeof sub, "%s/%s", top, de->d_name) >= (int)sizeof sub) continue;
+        DIR *d2 = opendir(sub);
+        if (!d2) continue;
+        struct dirent *f;
+        while (!st && (f = readdir(d2))) {
+            size_t k = strlen(f->d_name);
+            if (k < 6 || strcmp(f->d_name + k - 5, ".json") || strstr(f->d_name, ".tmp.")) continue;
+            if (snprintf(file, sizeof file, "%s/%s", sub, f->d_name) >= (int)sizeof file) continue;
+            st = load_one(cp, file, e);
+        }
+        closedir(d2);
+    }
+    closedir(d);
+    return st;
+}
+
+fl_status fz_findings_grid(fz_campaign *cp, fl_err *e) {
+    enum { MAX = 50 };
+    int n = cp->fs.n < MAX ? (int)cp->fs.n : MAX;
+    char path[4096];
+    fl_status st = fz_path(path, sizeof path, cp->o->out_dir, "failures.png", e);
+    if (st || n == 0) return st;
+    float *img = calloc((size_t)(2 * n) * (size_t)cp->n, sizeof(float));
+    char (*lab)[96] = calloc((size_t)(2 * n), sizeof *lab);
+    const char **labels = calloc((size_t)(2 * n), sizeof *labels);
+    if (!img || !lab || !labels) st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    for (int i = 0; !st && i < n; i++) {
+        const fz_finding *fd = &cp->fs.f[i];
+        char dir[64], npy[4096];
+        dir_name(dir, sizeof dir, fd->oracle, fd->label, fd->pred, fd->pred2);
+        snprintf(npy, sizeof npy, "%s/failures/%s/root:%06lld,first.npy", cp->o->out_dir, dir,
+                 (long long)fd->root);
+        fl_tensor t = {0};
+        float *seed = img + (int64_t)(2 * i) * cp->n, *mut = seed + cp->n;
+        for (int64_t k = 0; k < cp->n; k++) seed[k] = cp->q.e[fd->root].px[k] / 255.0f;
+        if (fl_npy_read_tensor(npy, &t, NULL) == FL_OK && t.size == cp->n) {
+            memcpy(mut, t.data, sizeof(float) * (size_t)cp->n);
+            fl_scale_unapply(&cp->o->seeds->scale, mut, 1, cp->c, (int64_t)cp->h * cp->w);
+        }
+        fl_tensor_free(&t);
+        snprintf(lab[2 * i], sizeof lab[0], "#%lld\n%s", (long long)fd->root,
+                 class_name(cp, fd->label));
+        if (fd->oracle == FZ_OR_DISAGREE)
+            snprintf(lab[2 * i + 1], sizeof lab[0], "%s\nmodel2 %s", class_name(cp, fd->pred),
+                     class_name(cp, fd->pred2));
+        else
+            snprintf(lab[2 * i + 1], sizeof lab[0], "%s\n%s", class_name(cp, fd->pred),
+                     fd->oracle == FZ_OR_NONFINITE ? "non-finite" : "");
+        labels[2 * i] = lab[2 * i];
+        labels[2 * i + 1] = lab[2 * i + 1];
+    }
+    if (!st) st = fl_image_grid_write(path, img, 2 * n, cp->c, cp->h, cp->w, 10, labels, e);
+    free(img);
+    free(lab);
+    free(labels);
+    return st;
+}

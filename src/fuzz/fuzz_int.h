@@ -1,0 +1,168 @@
+/* fuzz_int.h — the network campaign's internals, shared by its files:
+ *
+ *   campaign.c   the loop: pick, power schedule, mutate, one batched forward, keep
+ *   queue.c      queue entries and the selection policies (uniform, tensorfuzz, deeptest, prob)
+ *   findings.c   the oracles' verdicts, de-duplicated, and the failure files
+ *   novelty.c    TensorFuzz's nearest-neighbour novelty (exact, blocked through sgemm)
+ *   outdir.c     the output folder: queue files, fuzzer_stats, plot_data, summary, resume
+ *
+ * Dependencies point one way: campaign.c calls the others; they call only the library below
+ * (model, cover, data) and the core.
+ */
+#ifndef FLARE_FUZZ_INT_H
+#define FLARE_FUZZ_INT_H
+
+#include <stdio.h>
+
+#include "flare/fuzz.h"
+
+/* ---- queue ---------------------------------------------------------------------------------- */
+typedef struct fz_entry {
+    int64_t id;         /* queue id: position in the queue */
+    int64_t src;        /* parent's id; -1 for a seed */
+    int64_t root;       /* the lineage's seed (its id) */
+    int64_t seed_index; /* the root's index in the seeds dataset */
+    int32_t label;      /* the root's label: what the misclassification oracle expects */
+    int affine;         /* the lineage has used its one affine transformation */
+    fl_xform affine_t;  /* ... this one: the lineage's reference is affine_t(root pixels) */
+    int64_t fuzzed;     /* times picked (DeepHunter's B_c) */
+    int64_t bucket_pos; /* prob selection: position in its bucket */
+    uint8_t *px;        /* [n] pixels */
+    uint8_t *i0;        /* the validity reference: the root's px, or its own (affine lineage) */
+    int own_i0;         /* i0 is this entry's to free */
+    char *ops;          /* the lineage's transformations, oldest first, ' '-separated */
+} fz_entry;
+
+typedef struct fz_queue {
+    fz_entry *e;
+    int64_t n, cap;
+    int64_t n_seeds;     /* e[0 .. n_seeds) are seeds */
+    fl_fuzz_select sel;
+    double gamma, p_min;
+    /* prob: entries grouped by min(fuzzed, n_buckets - 1); every entry of bucket b has the
+     * same priority, so a pick is a bucket by weight, then an entry uniformly. */
+    int n_buckets;
+    int64_t **bucket, *bucket_n, *bucket_cap;
+    /* deeptest: ids not fuzzed yet, newest on top */
+    int64_t *fresh, n_fresh, cap_fresh;
+} fz_queue;
+
+fl_status fz_queue_init(fz_queue *q, fl_fuzz_select sel, double gamma, double p_min, fl_err *e);
+void fz_queue_free(fz_queue *q);
+/* Append an entry (takes ownership of px, ops, and i0 when own_i0). */
+fl_status fz_queue_add(fz_queue *q, const fz_entry *ent, fl_err *e);
+/* Pick the next entry to fuzz (and count the pick). only_seeds: among the seeds only. */
+int64_t fz_queue_pick(fz_queue *q, fl_rng *r, int only_seeds);
+
+/* ---- findings ------------------------------------------------------------------------------- */
+enum { FZ_OR_MISCLASS = 0, FZ_OR_DISAGREE, FZ_OR_NONFINITE };
+
+typedef struct fz_verdict {
+    int oracle;        /* FZ_OR_* */
+    int32_t label, pred, pred2; /* pred -1: non-finite; pred2 -1: no second model */
+    float confidence;
+} fz_verdict;
+
+typedef struct fz_finding {
+    int oracle;
+    int32_t label, pred, pred2;
+    int64_t root;
+    int64_t seen;
+    double min_l2;
+} fz_finding;
+
+typedef struct fz_findings {
+    fz_finding *f;
+    int64_t n, cap;
+    int64_t *slot;      /* open addressing over f; -1 empty */
+    int64_t n_slots;
+    int64_t total;      /* failing mutants, repeats included */
+    int64_t by_oracle[3];
+} fz_findings;
+
+/* What one failing mutant is, for its files. */
+typedef struct fz_failure {
+    const fz_verdict *v;
+    const fz_entry *parent; /* the mutant's parent in the queue */
+    const fz_entry *root;
+    const uint8_t *px;      /* the mutant's pixels */
+    const float *input;     /* as fed to the model [c*h*w] */
+    const char *last_op;    /* the transformation that made it */
+    int64_t exec;
+    double time;
+} fz_failure;
+
+struct fz_campaign;
+void fz_findings_free(fz_findings *fs);
+/* Count the failure; write its files when it is the first of its (oracle, class pair, root)
+ * or closer to its seed than the closest so far. *is_new = 1 for a new distinct finding. */
+fl_status fz_findings_add(struct fz_campaign *cp, const fz_failure *f, int *is_new, fl_err *e);
+/* Rebuild the table from out/failures (resume). */
+fl_status fz_findings_load(struct fz_campaign *cp, fl_err *e);
+/* The labelled grid out/failures.png: seed next to mutant for each distinct finding's first
+ * example (up to 50 findings). */
+fl_status fz_findings_grid(struct fz_campaign *cp, fl_err *e);
+
+/* ---- TensorFuzz novelty ------------------------------------------------------------------- */
+typedef struct fz_novelty {
+    int d;              /* vector length */
+    float *v;           /* [n, d] the corpus */
+    double *sq;         /* [n] squared norms */
+    int64_t n, cap;
+    float *dots;        /* scratch [rows, block] */
+    int64_t dots_cap;
+} fz_novelty;
+
+/* Distance from each of the rows x[rows, d] to its nearest corpus vector (exact; +inf for an
+ * empty corpus), in dist[rows]. Does not add. */
+fl_status fz_novelty_nearest(fz_novelty *nv, const float *x, int rows, double *dist, fl_err *e);
+fl_status fz_novelty_add(fz_novelty *nv, const float *x, fl_err *e);
+void fz_novelty_free(fz_novelty *nv);
+
+/* ---- the campaign ------------------------------------------------------------------------- */
+typedef struct fz_campaign {
+    const fl_fuzz_opts *o;
+    int c, h, w;
+    int64_t n;                 /* values per image */
+    int n_classes;
+    char **class_names;        /* borrowed from the seeds, or made up "0".."K-1" */
+    float lut[3][256];         /* pixels to inputs */
+    fl_xform_menu menu;
+    double alpha, beta;
+    int try_num, k, nonzero;
+    fz_queue q;
+    fz_findings fs;
+    fz_novelty nv;
+    int nv_layer;              /* model value compared by tensorfuzz */
+    fl_layerset *ls;
+    fl_coverset *cov;
+    fl_rng rng;                /* picks; each mutant gets its own stream (see campaign.c) */
+    uint64_t session_seed;
+    int session;               /* 1 for a new campaign, +1 per resume */
+    int64_t execs, execs_before; /* all sessions / before this one */
+    double t0, time_before;    /* this session's start; run time of earlier sessions */
+    double last_stats, last_new;
+    FILE *plot;
+    fl_fuzz_status st;
+} fz_campaign;
+
+/* Pixels [rows, n] to model inputs x (allocated [rows, c, h, w] if needed). */
+void fz_to_input(const fz_campaign *cp, const uint8_t *px, int rows, float *x);
+
+/* ---- the output folder ---------------------------------------------------------------------- */
+/* path = out_dir/rel (FL_ERR_ARG when too long). */
+fl_status fz_path(char *buf, size_t n, const char *out_dir, const char *rel, fl_err *e);
+/* Before anything is written: refuse a folder holding another campaign unless resuming;
+ * with resume, require one. Creates nothing. */
+fl_status fz_out_check(const char *out_dir, int resume, fl_err *e);
+fl_status fz_out_create(const char *out_dir, fl_err *e);
+/* Write queue entry q->e[id]'s files (npy, png, json). */
+fl_status fz_out_entry(fz_campaign *cp, int64_t id, const char *last_op, fl_err *e);
+fl_status fz_out_stats(fz_campaign *cp, int final, fl_err *e);
+fl_status fz_out_plot_row(fz_campaign *cp, fl_err *e);
+/* Resume: the recorded settings (seed, session, execs, time) and the queue entries. */
+fl_status fz_out_resume(fz_campaign *cp, fl_err *e);
+/* Read fuzzer_stats' value for key into buf ("" when absent). */
+int fz_stats_get(const char *out_dir, const char *key, char *buf, size_t n);
+
+#endif

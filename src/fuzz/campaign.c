@@ -312,8 +312,10 @@ fl_status fl_fuzz_run(const fl_fuzz_opts *o, fl_fuzz_result *r, fl_err *e) {
     if (!st) st = fz_out_create(o->out_dir, e);
     fl_file_durable(0);
     for (int64_t i = 0; !st && !o->resume && i < cp.q.n; i++) st = fz_out_entry(&cp, i, NULL, e);
-    cp.t0 = cp.last_new = fl_now();
-    if (!st) st = report_now(&cp, 0, e);
+    if (!st) {
+        cp.t0 = cp.last_new = fl_now();
+        st = report_now(&cp, 0, e);
+    }
     int64_t empty = 0;
     while (!st) {
         if (o->stop && *o->stop) break;

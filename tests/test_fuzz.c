@@ -1,0 +1,367 @@
+/* The network campaign (fl_fuzz_run) end to end on a small random MLP: the output folder,
+ * determinism, resume, the oracles, the checks that must leave nothing behind, and the
+ * nearest-neighbour search of TensorFuzz against brute force. */
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "flare/fuzz.h"
+#include "flare/train.h"
+#include "fuzz/fuzz_int.h"
+#include "fuzz/round.h"
+
+typedef struct fx {
+    char dir[64];
+    fl_model *m, *m2;
+    fl_dataset *seeds;
+} fx;
+
+/* 24 unlabelled 1x8x8 seeds (their labels become the model's predictions): smooth blobs, so
+ * that the transformations have something to move. */
+static int setup(void **state) {
+    fx *f = calloc(1, sizeof *f);
+    fl_err e = {0};
+    snprintf(f->dir, sizeof f->dir, "/tmp/flare-fuzz-XXXXXX");
+    if (!mkdtemp(f->dir)) return -1;
+    if (fl_zoo_build("mlp", 1, 8, 8, 3, 7, &f->m, &e)) return -1;
+    if (fl_dataset_new(24, 1, 8, 8, &f->seeds, &e)) return -1;
+    fl_rng r;
+    fl_rng_seed(&r, 3);
+    for (int i = 0; i < 24; i++) {
+        float cx = 1 + 6 * fl_rng_uniform(&r), cy = 1 + 6 * fl_rng_uniform(&r);
+        for (int y = 0; y < 8; y++)
+            for (int x = 0; x < 8; x++) {
+                float d2 = (x - cx) * (x - cx) + (y - cy) * (y - cy);
+                f->seeds->x[i * 64 + y * 8 + x] = roundf(255 * expf(-d2 / 6)) / 255;
+            }
+    }
+    /* a second network that predicts another class than the first on some seed */
+    fl_tensor x = {0};
+    if (fl_dataset_batch(f->seeds, 0, 24, &x, &e) || fl_model_forward(f->m, &x, &e)) return -1;
+    int32_t p1[24];
+    for (int i = 0; i < 24; i++) p1[i] = fz_argmax(fl_model_output(f->m, 0)->data + i * 3, 3, NULL);
+    for (uint64_t s = 8; !f->m2 && s < 100; s++) {
+        if (fl_zoo_build("mlp", 1, 8, 8, 3, s, &f->m2, &e) || fl_model_forward(f->m2, &x, &e))
+            return -1;
+        int differ = 0;
+        for (int i = 0; i < 24; i++)
+            differ += fz_argmax(fl_model_output(f->m2, 0)->data + i * 3, 3, NULL) != p1[i];
+        if (!differ) fl_model_free(f->m2), f->m2 = NULL;
+    }
+    fl_tensor_free(&x);
+    if (!f->m2) return -1;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    fx *f = *state;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", f->dir);
+    if (system(cmd)) return -1;
+    fl_model_free(f->m);
+    fl_model_free(f->m2);
+    fl_dataset_free(f->seeds);
+    free(f);
+    return 0;
+}
+
+static void opts(fx *f, fl_fuzz_opts *o, const char *sub, char *buf) {
+    fl_fuzz_opts_default(o);
+    sprintf(buf, "%s/%s", f->dir, sub);
+    o->model = f->m;
+    o->seeds = f->seeds;
+    o->out_dir = buf;
+    o->criterion = "nc:0.5:none";
+    o->max_execs = 600;
+    o->k = 16;
+    o->seed = 11;
+}
+
+static int exists(const char *dir, const char *rel) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, rel);
+    return access(p, F_OK) == 0;
+}
+
+static int64_t count_files(const char *dir, const char *suffix) {
+    DIR *d = opendir(dir);
+    int64_t n = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        size_t k = strlen(de->d_name), s = strlen(suffix);
+        n += k > s && !strcmp(de->d_name + k - s, suffix);
+    }
+    if (d) closedir(d);
+    return n;
+}
+
+static void test_campaign_folder(void **state) {
+    fx *f = *state;
+    fl_fuzz_opts o;
+    char out[256], q[300];
+    opts(f, &o, "a", out);
+    fl_fuzz_result r;
+    fl_err e = {0};
+    fl_status st = fl_fuzz_run(&o, &r, &e);
+    if (st) fail_msg("%s", e.msg);
+    assert_int_equal(r.seeds_used, 24); /* unlabelled: every seed is "correct" */
+    assert_true(r.last.execs >= 600 && r.last.execs < 600 + 16);
+    assert_true(r.last.corpus > 24); /* something added coverage */
+    assert_true(r.last.covered > 0 && r.last.covered <= r.last.total);
+    static const char *const files[] = {"fuzzer_stats", "plot_data", "summary.json",
+                                        "report.html", "queue", "failures"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) assert_true(exists(out, files[i]));
+    snprintf(q, sizeof q, "%s/queue", out);
+    assert_int_equal(count_files(q, ".npy"), r.last.corpus);
+    assert_int_equal(count_files(q, ".png"), r.last.corpus);
+    assert_true(exists(out, "queue/id:000000,orig:0.json"));
+    /* every kept entry's lineage holds at most one affine transformation */
+    DIR *d = opendir(q);
+    struct dirent *de;
+    int checked = 0;
+    while ((de = readdir(d))) {
+        if (!strstr(de->d_name, ",src:") || !strstr(de->d_name, ".json")) continue;
+        char p[600];
+        snprintf(p, sizeof p, "%s/%s", q, de->d_name);
+        uint8_t *buf;
+        size_t len;
+        assert_int_equal(fl_file_read(p, &buf, &len, NULL), FL_OK);
+        cJSON *j = cJSON_ParseWithLength((char *)buf, len);
+        free(buf);
+        const char *ops = cJSON_GetObjectItem(j, "ops")->valuestring;
+        int affine = 0;
+        for (const char *k = ops; *k; k++)
+            if (k == ops || k[-1] == ' ')
+                affine += !strncmp(k, "translate", 9) || !strncmp(k, "scale", 5) ||
+                          !strncmp(k, "shear", 5) || !strncmp(k, "rotate", 6);
+        assert_true(affine <= 1);
+        cJSON_Delete(j);
+        checked++;
+    }
+    closedir(d);
+    assert_true(checked > 0);
+    char v[64];
+    assert_true(fz_stats_get(out, "execs_done", v, sizeof v));
+    assert_int_equal(atoll(v), r.last.execs);
+    assert_true(fz_stats_get(out, "strategy", v, sizeof v));
+    assert_string_equal(v, "deephunter");
+}
+
+static void test_deterministic(void **state) {
+    fx *f = *state;
+    fl_fuzz_result r1, r2;
+    char o1[256], o2[256];
+    fl_fuzz_opts a, b;
+    opts(f, &a, "d1", o1);
+    opts(f, &b, "d2", o2);
+    fl_err e = {0};
+    fl_threads_set(1);
+    assert_int_equal(fl_fuzz_run(&a, &r1, &e), FL_OK);
+    assert_int_equal(fl_fuzz_run(&b, &r2, &e), FL_OK);
+    assert_int_equal(r1.last.execs, r2.last.execs);
+    assert_int_equal(r1.last.corpus, r2.last.corpus);
+    assert_int_equal(r1.last.covered, r2.last.covered);
+    assert_int_equal(r1.last.failures_total, r2.last.failures_total);
+    b.seed = 12;
+    snprintf(o2, sizeof o2, "%s/d3", f->dir);
+    assert_int_equal(fl_fuzz_run(&b, &r2, &e), FL_OK);
+    assert_true(r1.last.corpus != r2.last.corpus || r1.last.covered != r2.last.covered ||
+                r1.last.failures_total != r2.last.failures_total);
+    fl_threads_set(0);
+}
+
+static void test_resume(void **state) {
+    fx *f = *state;
+    fl_fuzz_opts o;
+    char out[256];
+    opts(f, &o, "r", out);
+    fl_fuzz_result r1, r2;
+    fl_err e = {0};
+    assert_int_equal(fl_fuzz_run(&o, &r1, &e), FL_OK);
+    /* the same folder again without resume: refused, nothing changed */
+    assert_int_equal(fl_fuzz_run(&o, &r2, &e), FL_ERR_ARG);
+    assert_non_null(strstr(e.msg, "-i -"));
+    o.resume = 1;
+    fl_status st = fl_fuzz_run(&o, &r2, &e);
+    if (st) fail_msg("%s", e.msg);
+    assert_true(r2.last.execs >= r1.last.execs + 600);
+    assert_true(r2.last.corpus >= r1.last.corpus);
+    assert_true(r2.last.failures >= r1.last.failures);
+    char v[32];
+    fz_stats_get(out, "session", v, sizeof v);
+    assert_string_equal(v, "2");
+    /* a different criterion is not the same campaign */
+    o.criterion = "tknc:2";
+    assert_int_equal(fl_fuzz_run(&o, &r2, &e), FL_ERR_ARG);
+    assert_non_null(strstr(e.msg, "criterion"));
+}
+
+static void test_bad_input_leaves_nothing(void **state) {
+    fx *f = *state;
+    fl_fuzz_opts o;
+    char out[256];
+    fl_fuzz_result r;
+    fl_err e = {0};
+    /* kmnc without a profile */
+    opts(f, &o, "bad1", out);
+    o.criterion = "kmnc:10";
+    assert_int_not_equal(fl_fuzz_run(&o, &r, &e), FL_OK);
+    assert_non_null(strstr(e.msg, "kmnc"));
+    assert_false(exists(out, ""));
+    /* seeds of another shape */
+    fl_dataset *small;
+    assert_int_equal(fl_dataset_new(4, 1, 6, 6, &small, &e), FL_OK);
+    opts(f, &o, "bad2", out);
+    o.seeds = small;
+    assert_int_not_equal(fl_fuzz_run(&o, &r, &e), FL_OK);
+    assert_non_null(strstr(e.msg, "seeds"));
+    assert_false(exists(out, ""));
+    fl_dataset_free(small);
+    /* a second model with other outputs */
+    fl_model *m4;
+    assert_int_equal(fl_zoo_build("mlp", 1, 8, 8, 4, 1, &m4, &e), FL_OK);
+    opts(f, &o, "bad3", out);
+    o.model2 = m4;
+    assert_int_equal(fl_fuzz_run(&o, &r, &e), FL_ERR_SHAPE);
+    assert_false(exists(out, ""));
+    fl_model_free(m4);
+    /* every seed misclassified: labels the model never predicts */
+    fl_dataset *lab;
+    int64_t idx[24];
+    for (int i = 0; i < 24; i++) idx[i] = i;
+    assert_int_equal(fl_dataset_subset(f->seeds, idx, 24, &lab, &e), FL_OK);
+    fl_tensor x = {0};
+    assert_int_equal(fl_dataset_batch(lab, 0, 24, &x, &e), FL_OK);
+    assert_int_equal(fl_model_forward(f->m, &x, &e), FL_OK);
+    const fl_tensor *y = fl_model_output(f->m, 0);
+    for (int i = 0; i < 24; i++) {
+        float *l = y->data + i * 3;
+        int p = l[1] > l[0] ? (l[2] > l[1] ? 2 : 1) : (l[2] > l[0] ? 2 : 0);
+        lab->y[i] = (p + 1) % 3;
+    }
+    lab->has_labels = 1;
+    fl_tensor_free(&x);
+    opts(f, &o, "bad4", out);
+    o.seeds = lab;
+    assert_int_equal(fl_fuzz_run(&o, &r, &e), FL_ERR_ARG);
+    assert_non_null(strstr(e.msg, "misclassifies all 24"));
+    assert_false(exists(out, ""));
+    /* no limit at all */
+    opts(f, &o, "bad5", out);
+    o.max_execs = 0;
+    assert_int_equal(fl_fuzz_run(&o, &r, &e), FL_ERR_ARG);
+    assert_false(exists(out, ""));
+    fl_dataset_free(lab);
+}
+
+static void test_disagreement(void **state) {
+    fx *f = *state;
+    fl_fuzz_opts o;
+    char out[256], p[300];
+    opts(f, &o, "m2", out);
+    o.model2 = f->m2;
+    fl_fuzz_result r;
+    fl_err e = {0};
+    assert_int_equal(fl_fuzz_run(&o, &r, &e), FL_OK);
+    /* two independently initialised networks disagree somewhere near these seeds */
+    assert_true(r.by_oracle[1] > 0);
+    DIR *d = opendir((snprintf(p, sizeof p, "%s/failures", out), p));
+    struct dirent *de;
+    int vs = 0;
+    while ((de = readdir(d))) vs += strstr(de->d_name, "-vs-") != NULL;
+    closedir(d);
+    assert_true(vs > 0);
+}
+
+static void test_tensorfuzz_bound(void **state) {
+    fx *f = *state;
+    fl_fuzz_opts o;
+    char out[256];
+    opts(f, &o, "tf", out);
+    o.strategy = FL_FUZZ_TENSORFUZZ;
+    o.tf_threshold = 0.01;
+    o.tf_bound = 20;
+    fl_fuzz_result r;
+    fl_err e = {0};
+    assert_int_equal(fl_fuzz_run(&o, &r, &e), FL_OK);
+    assert_true(r.last.corpus > 24);
+    /* every kept mutant stays within 20 levels of its root seed */
+    char q[300];
+    snprintf(q, sizeof q, "%s/queue", out);
+    DIR *d = opendir(q);
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!strstr(de->d_name, ",src:") || !strstr(de->d_name, ".json")) continue;
+        char p[600];
+        snprintf(p, sizeof p, "%s/%s", q, de->d_name);
+        uint8_t *buf;
+        size_t len;
+        assert_int_equal(fl_file_read(p, &buf, &len, NULL), FL_OK);
+        cJSON *j = cJSON_ParseWithLength((char *)buf, len);
+        free(buf);
+        int root = (int)cJSON_GetObjectItem(j, "root")->valuedouble;
+        cJSON_Delete(j);
+        strcpy(p + strlen(p) - 5, ".npy");
+        fl_tensor t = {0};
+        assert_int_equal(fl_npy_read_tensor(p, &t, NULL), FL_OK);
+        for (int i = 0; i < 64; i++)
+            assert_true(fabsf(t.data[i] - f->seeds->x[root * 64 + i]) <= 20.0f / 255 + 1e-6f);
+        fl_tensor_free(&t);
+    }
+    closedir(d);
+}
+
+static void test_random_keeps_nothing(void **state) {
+    fx *f = *state;
+    fl_fuzz_opts o;
+    char out[256];
+    opts(f, &o, "rnd", out);
+    o.strategy = FL_FUZZ_RANDOM;
+    fl_fuzz_result r;
+    fl_err e = {0};
+    assert_int_equal(fl_fuzz_run(&o, &r, &e), FL_OK);
+    assert_int_equal(r.last.corpus, 24);
+    assert_true(r.last.execs >= 600);
+}
+
+static void test_novelty_exact(void **state) {
+    (void)state;
+    fz_novelty nv = {.d = 10};
+    fl_rng r;
+    fl_rng_seed(&r, 5);
+    float v[5000 * 10], x[7 * 10];
+    for (int i = 0; i < 5000 * 10; i++) v[i] = 3 * fl_rng_normal(&r);
+    for (int i = 0; i < 70; i++) x[i] = 3 * fl_rng_normal(&r);
+    double dist[7];
+    fl_err e;
+    assert_int_equal(fz_novelty_nearest(&nv, x, 7, dist, &e), FL_OK);
+    assert_true(isinf(dist[0]));
+    for (int i = 0; i < 5000; i++) assert_int_equal(fz_novelty_add(&nv, v + i * 10, &e), FL_OK);
+    assert_int_equal(fz_novelty_nearest(&nv, x, 7, dist, &e), FL_OK);
+    for (int q = 0; q < 7; q++) {
+        double best = INFINITY;
+        for (int i = 0; i < 5000; i++) {
+            double s = 0;
+            for (int k = 0; k < 10; k++) s += (double)(x[q * 10 + k] - v[i * 10 + k]) * (x[q * 10 + k] - v[i * 10 + k]);
+            if (sqrt(s) < best) best = sqrt(s);
+        }
+        assert_true(fabs(dist[q] - best) < 1e-3 * (1 + best));
+    }
+    /* a vector in the corpus is at distance 0 */
+    assert_int_equal(fz_novelty_nearest(&nv, v + 1234 * 10, 1, dist, &e), FL_OK);
+    assert_true(dist[0] < 1e-2);
+    fz_novelty_free(&nv);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_campaign_folder),    cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_resume),             cmocka_unit_test(test_bad_input_leaves_nothing),
+        cmocka_unit_test(test_disagreement),       cmocka_unit_test(test_tensorfuzz_bound),
+        cmocka_unit_test(test_random_keeps_nothing), cmocka_unit_test(test_novelty_exact),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -3,6 +3,7 @@
 #   neural networks: train LeNet-5 on Fashion-MNIST briefly, evaluate it, show its layers,
 #     measure the test set's coverage under each criterion, show the 10 most surprising test
 #     inputs as an image grid;
+#   nn fuzz: a 30 s DeepHunter campaign on that model (failures grid, report.html);
 #   agents: fuzz the example multi-agent system and report what it found.
 set -eu
 flare=${1:-build/flare}
@@ -30,6 +31,15 @@ sed -n '/^criterion/,/^$/p' "$out/coverage.txt"   # the summary; per-layer table
 echo
 echo "model: $out/lenet5.onnx   per-epoch stats: $out/train_stats.jsonl"
 echo "coverage per layer: $out/coverage.txt   10 most surprising test inputs: $out/surprising.png"
+
+# ---- flare nn fuzz: generate failing inputs for the demo's model (docs/nn-fuzz.md) ----------
+echo
+echo "== flare nn fuzz: a ${DEMO_NN_FUZZ_SECONDS:-30}-second DeepHunter campaign guided by KMNC =="
+rm -rf "$out/fuzz"   # a folder holding a campaign is only resumed (-i -), never overwritten
+"$flare" nn fuzz --model "$out/lenet5.onnx" --seeds fashion-mnist:test --select random -n 100 \
+    --strategy deephunter --criterion kmnc:100 --profile "$out/profile.bin" -o "$out/fuzz" \
+    -V "${DEMO_NN_FUZZ_SECONDS:-30}" -s 1
+echo "failures, seed next to mutant: $out/fuzz/failures.png"
 
 # ---- flare agents: fuzz the example multi-agent system (examples/agents/) -------------------
 echo

@@ -181,7 +181,7 @@ static fl_status setup(fz_campaign *cp, const fl_fuzz_opts *o, fl_err *e) {
     if (d->class_names && d->n_classes >= cp->n_classes) {
         cp->class_names = d->class_names;
     } else {
-        static char names[1000][8];
+        static char names[1000][12];
         if (cp->n_classes > 1000)
             return fl_fail(e, FL_ERR_UNSUPPORTED, "%d classes: at most 1000", cp->n_classes);
         static char *ptrs[1000];

@@ -191,15 +191,16 @@ static void failures(FILE *f, const char *out_dir) {
     int np = 0, cap = 0;
     struct dirent *de;
     while (d && (de = readdir(d))) {
-        if (de->d_name[0] == '.' || strlen(de->d_name) >= 64) continue;
+        if (de->d_name[0] == '.' || strlen(de->d_name) >= sizeof pd->name) continue;
         if (np == cap) {
             cap = cap ? cap * 2 : 64;
             pair_dir *p = realloc(pd, sizeof *pd * (size_t)cap);
             if (!p) break;
             pd = p;
         }
-        snprintf(pd[np].name, sizeof pd[np].name, "%s", de->d_name);
-        snprintf(sub, sizeof sub, "%s/%s", top, de->d_name);
+        size_t nl = strlen(de->d_name);
+        memcpy(pd[np].name, de->d_name, nl + 1); /* nl < 64: checked above */
+        snprintf(sub, sizeof sub, "%s/%s", top, pd[np].name);
         char **names;
         int nj = list_json(sub, &names);
         pd[np].count = 0;

@@ -327,6 +327,66 @@ static void test_random_keeps_nothing(void **state) {
     assert_true(r.last.execs >= 600);
 }
 
+static void test_retrain(void **state) {
+    fx *f = *state;
+    fl_fuzz_opts o;
+    char out[256];
+    opts(f, &o, "rt", out);
+    o.model2 = f->m2; /* disagreements: a source of failures with labels */
+    o.max_execs = 2000;
+    fl_fuzz_result r;
+    fl_err e = {0};
+    assert_int_equal(fl_fuzz_run(&o, &r, &e), FL_OK);
+    assert_true(r.last.failures > 0);
+    /* the training set: the seeds, labelled with the model's predictions */
+    fl_dataset *tr;
+    int64_t idx[24];
+    for (int i = 0; i < 24; i++) idx[i] = i;
+    assert_int_equal(fl_dataset_subset(f->seeds, idx, 24, &tr, &e), FL_OK);
+    fl_tensor x = {0};
+    assert_int_equal(fl_dataset_batch(tr, 0, 24, &x, &e), FL_OK);
+    assert_int_equal(fl_model_forward(f->m, &x, &e), FL_OK);
+    for (int i = 0; i < 24; i++) tr->y[i] = fz_argmax(fl_model_output(f->m, 0)->data + i * 3, 3, NULL);
+    fl_tensor_free(&x);
+    tr->has_labels = 1;
+    tr->n_classes = 3;
+    fl_model *m;
+    assert_int_equal(fl_zoo_build("mlp", 1, 8, 8, 3, 7, &m, &e), FL_OK); /* the same weights */
+    fl_retrain_opts ro;
+    fl_retrain_opts_default(&ro);
+    const char *extra[1] = {out};
+    ro.extra = extra;
+    ro.n_extra = 1;
+    ro.holdout = 0.5;
+    ro.epochs = 2;
+    fl_retrain_result rr;
+    fl_status st = fl_retrain(m, tr, tr, &ro, &rr, &e);
+    if (st) fail_msg("%s", e.msg);
+    /* two files (first, min) per distinct finding, split by finding */
+    assert_int_equal(rr.n_failures, 2 * r.last.failures);
+    assert_int_equal(rr.n_train_failures + rr.n_holdout, rr.n_failures);
+    assert_int_equal(rr.n_holdout % 2, 0);
+    assert_true(rr.clean_before == 1.0); /* the labels are its own predictions */
+    fl_retrain_result r2;
+    fl_model *m2;
+    assert_int_equal(fl_zoo_build("mlp", 1, 8, 8, 3, 7, &m2, &e), FL_OK);
+    assert_int_equal(fl_retrain(m2, tr, tr, &ro, &r2, &e), FL_OK);
+    assert_int_equal(r2.n_holdout, rr.n_holdout); /* the split is the seed's */
+    /* a folder without failures, a missing folder */
+    char empty[300];
+    snprintf(empty, sizeof empty, "%s/empty", f->dir);
+    assert_int_equal(mkdir(empty, 0755), 0);
+    extra[0] = empty;
+    assert_int_equal(fl_retrain(m2, tr, tr, &ro, &r2, &e), FL_ERR_NOTFOUND);
+    assert_non_null(strstr(e.msg, empty));
+    strcat(empty, "/nope");
+    assert_int_equal(fl_retrain(m2, tr, tr, &ro, &r2, &e), FL_ERR_NOTFOUND);
+    assert_non_null(strstr(e.msg, "nope"));
+    fl_model_free(m);
+    fl_model_free(m2);
+    fl_dataset_free(tr);
+}
+
 static void test_novelty_exact(void **state) {
     (void)state;
     fz_novelty nv = {.d = 10};
@@ -361,7 +421,7 @@ int main(void) {
         cmocka_unit_test(test_campaign_folder),    cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_resume),             cmocka_unit_test(test_bad_input_leaves_nothing),
         cmocka_unit_test(test_disagreement),       cmocka_unit_test(test_tensorfuzz_bound),
-        cmocka_unit_test(test_random_keeps_nothing), cmocka_unit_test(test_novelty_exact),
+        cmocka_unit_test(test_random_keeps_nothing), cmocka_unit_test(test_novelty_exact), cmocka_unit_test(test_retrain),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -27,7 +27,7 @@ enum {
 #define COMMAND(ID, group, verb, handler, summary) C_##ID = 1u << CMD_##ID,
 #include "cli/flags.def"
     C_ALL = (1u << CMD_COUNT_) - 1,
-    C_NN = C_NN_TRAIN | C_NN_EVAL | C_NN_RUN | C_NN_INFO,
+    C_NN = C_NN_TRAIN | C_NN_EVAL | C_NN_RUN | C_NN_INFO | C_NN_RETRAIN,
 };
 
 /* ---- options ------------------------------------------------------------------------------- */

@@ -4,6 +4,8 @@
 #   - a large convolution vs a bare OpenBLAS sgemm of the same FLOP count
 #   - peak RSS of `flare nn train` (LeNet-5, Fashion-MNIST, 1 epoch), measured by /usr/bin/time
 #   - LeNet-5 test accuracy after 10 epochs of the default recipe (skip: BENCH_QUICK=1)
+#   - nn fuzz: DeepHunter mutants/s vs the same loop in PyTorch (bench/fuzz_torch.py), guidance
+#     (deephunter vs random, median of 5 seeds), TensorFuzz's nearest-neighbour search
 #   - LSA / DSA of Fashion-MNIST test vs train vs sadl's numpy+scipy way (bench/sa_baseline.py)
 # Raw results go to build/bench/results.jsonl.
 set -eu
@@ -57,6 +59,25 @@ else
   echo "(python3-scipy not installed: no sadl baseline)"
 fi
 
+echo "== flare nn fuzz: DeepHunter mutants/s with coverage feedback, flare vs the same loop in PyTorch (LeNet-5, 100 seeds) =="
+fz=$build/bench/tmp/fuzz
+mkdir -p "$fz"
+"$build/flare" nn profile --model "$sa_model" --data fashion-mnist:train -o "$fz/profile.bin" -q >/dev/null
+"$build/bench/bench_fuzz" throughput "$fz" "$sa_model" "$fz/profile.bin" "$threads" "${BENCH_FUZZ_EXECS:-30000}" | tee -a "$res"
+if /usr/bin/python3 -c "import torch" 2>/dev/null; then
+  for c in kmnc:100 nc:0.75; do
+    /usr/bin/python3 bench/fuzz_torch.py "$sa_model" "$fz/seeds.npy" "$fz/seeds.idx.npy" --criterion "$c" \
+      --profile "$fz/profile.bin" --threads "$threads" --execs "${BENCH_FUZZ_EXECS:-30000}" --seed 1 \
+      | sed 's/"name": "/"name": "torch_/' | tee -a "$res"
+  done
+else
+  echo "(python3-torch not installed: no PyTorch baseline)"
+fi
+echo "== flare nn fuzz: deephunter vs random at equal budgets (median of 5 seeds) =="
+"$build/bench/bench_fuzz" guidance "$fz" "$sa_model" "$fz/profile.bin" 5 "${BENCH_FUZZ_EXECS:-30000}" 2>>"$res"
+echo "== TensorFuzz nearest-neighbour search (exact, blocked sgemm), batch of 64, 10 logits =="
+"$build/bench/bench_fuzz" nn 10 | tee -a "$res"
+
 echo "== flare agents: -p explore vs -p none on examples/agents (executions to every planted defect + every allowed edge, median of 5 seeds) =="
 mkdir -p "$build/examples"
 cc -std=c11 -O2 -Wall -Wextra -Werror -o "$build/examples/taskforce" examples/agents/*.c -lcjson -lm
@@ -77,6 +98,17 @@ for k, tgt in (("lenet5_train_b64", 3.0), ("lenet5_infer_b256", 2.0)):
     if k in r and "torch_" + k in r:
         ratio = r[k]["images_per_s"] / r["torch_" + k]["images_per_s"]
         row(f"{k}: flare/PyTorch images/s", f"{ratio:.2f}x", f">= {tgt}x", ratio >= tgt)
+for k in ("fuzz_deephunter_kmnc", "fuzz_deephunter_nc"):
+    if k in r and "torch_" + k in r:
+        ratio = r[k]["mutants_per_s"] / r["torch_" + k]["mutants_per_s"]
+        row(f"{k}: flare/PyTorch mutants/s", f"{ratio:.2f}x", ">= 10x", ratio >= 10)
+    else:
+        print(f"  {k}: flare/PyTorch mutants/s: not measured (python3-torch missing or the run failed)")
+for c in ("kmnc:100", "nc:0.75"):
+    g, b = r.get(f"guidance_{c}_deephunter"), r.get(f"guidance_{c}_random")
+    if g and b:
+        ok = g["coverage"] > b["coverage"] and g["failures"] > b["failures"]
+        row(f"deephunter vs random, {c}: coverage / failures", f"{g['coverage']:.1f}/{b['coverage']:.1f}% {g['failures']:.0f}/{b['failures']:.0f}", "both >", ok)
 c = r.get("conv_vs_sgemm")
 if c:
     row("conv 64->64 3x3 [16,64,32,32] / bare sgemm", f"{c['ratio']*100:.0f}%", ">= 50%", c["ratio"] >= 0.5)

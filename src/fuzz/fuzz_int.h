@@ -140,6 +140,7 @@ typedef struct fz_campaign {
     uint64_t session_seed;
     int session;               /* 1 for a new campaign, +1 per resume */
     int64_t execs, execs_before; /* all sessions / before this one */
+    int64_t slots;             /* mutants attempted in this session (their random streams) */
     double t0, time_before;    /* this session's start; run time of earlier sessions */
     double last_stats, last_new;
     FILE *plot;

@@ -249,7 +249,10 @@ fl_status fz_round_run(fz_round *rd, fz_campaign *cp, int *ran, fl_err *e) {
     int64_t pid = fz_queue_pick(&cp->q, &cp->rng, o->strategy == FL_FUZZ_RANDOM);
     const fz_entry *parent = &cp->q.e[pid];
     int P = power(cp, parent);
-    mut_ctx mc = {cp, rd, parent, &cp->q.e[parent->root], (uint64_t)cp->execs};
+    /* streams are numbered by mutant slot made, not by execution: an invalid slot's stream
+     * must not come back in the next round */
+    mut_ctx mc = {cp, rd, parent, &cp->q.e[parent->root], (uint64_t)cp->slots};
+    cp->slots += P;
     fl_parallel_for(P, mutate_range, &mc);
     int B = 0;
     for (int k = 0; k < P; k++)

@@ -442,6 +442,32 @@ static int teardown(void **state) {
     return 0;
 }
 
+/* nn fuzz / nn retrain through the binary: a campaign, its folder, a refused re-use, a resume,
+ * bad input that leaves nothing behind. */
+static void test_fuzz(void **state) {
+    if (!have_data || !file_exists(model)) skip();
+    char out[128], path[192];
+    snprintf(out, sizeof out, "%s/fuzz", tmp);
+    expect(run(1, F "nn fuzz -m %s --seeds fashion-mnist:test --limit 50 -c kmnc:10 -o %s -E 100",
+               model, out), 1, "profile");
+    assert_false(file_exists(out));
+    res r = run(1, F "nn fuzz -m %s --seeds fashion-mnist:test --limit 50 -o %s -E 400 -s 3 -j 1",
+                model, out);
+    assert_contains(r.out, "seed 3");
+    assert_contains(r.out, "coverage   nc:0.75");
+    expect(r, 0, "report");
+    static const char *const files[] = {"fuzzer_stats", "plot_data", "summary.json", "report.html"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s", out, files[i]);
+        assert_true(file_exists(path));
+    }
+    expect(run(1, F "nn fuzz -m %s --seeds fashion-mnist:test -o %s -E 100", model, out), 1, "-i -");
+    expect(run(1, F "nn fuzz -m %s --seeds - -o %s -E 200 -q", model, out), 0, "execs");
+    expect(run(1, F "nn fuzz -m %s --seeds - -o %s -E 200 --strategy random", model, out), 1,
+           "strategy");
+    expect(run(1, F "nn retrain -m %s -o %s/r.onnx", model, tmp), 2, "--extra");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_version),
@@ -455,6 +481,7 @@ int main(void) {
         cmocka_unit_test(test_info),
         cmocka_unit_test(test_eval),
         cmocka_unit_test(test_run),
+        cmocka_unit_test(test_fuzz),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -81,6 +81,10 @@ fl_status fl_file_write_atomic(const char *path, const void *buf, size_t len, fl
  * the newest files. For a campaign that writes thousands of small files a second, as AFL++
  * does with its queue; the default is 1. */
 void fl_file_durable(int on);
+/* buf = dir/rel; FL_ERR_ARG naming both when it does not fit in n. */
+fl_status fl_path_join(char *buf, size_t n, const char *dir, const char *rel, fl_err *e);
+/* 1 when the folder exists and holds an entry whose name does not start with '.'. */
+int fl_dir_has_entries(const char *path);
 /* mkdir -p: create path and its missing parents (0755). FL_ERR_IO naming the part that could
  * not be made, or path when it exists and is not a folder. */
 fl_status fl_mkdirs(const char *path, fl_err *e);

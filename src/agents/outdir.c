@@ -25,20 +25,9 @@
 #include "agents/campaign_int.h"
 
 fl_status od_path(char *buf, size_t n, const char *out_dir, const char *rel, fl_err *e) {
-    int k = snprintf(buf, n, "%s/%s", out_dir, rel);
-    if (k < 0 || (size_t)k >= n) return fl_fail(e, FL_ERR_ARG, "%s/%s: path too long", out_dir, rel);
-    return FL_OK;
+    return fl_path_join(buf, n, out_dir, rel, e);
 }
 
-static int dir_has_entries(const char *path) {
-    DIR *d = opendir(path);
-    if (!d) return 0;
-    struct dirent *de;
-    int any = 0;
-    while (!any && (de = readdir(d))) any = de->d_name[0] != '.';
-    closedir(d);
-    return any;
-}
 
 fl_status od_prepare(const char *out_dir, int resume, fl_err *e) {
     char p[4096];
@@ -46,7 +35,7 @@ fl_status od_prepare(const char *out_dir, int resume, fl_err *e) {
     if ((st = od_path(p, sizeof p, out_dir, "fuzzer_stats", e))) return st;
     int has_stats = access(p, F_OK) == 0;
     if ((st = od_path(p, sizeof p, out_dir, "queue", e))) return st;
-    int has_queue = dir_has_entries(p);
+    int has_queue = fl_dir_has_entries(p);
     if (resume && !has_queue)
         return fl_fail(e, FL_ERR_NOTFOUND,
                        "-i -: %s/queue holds no campaign to resume", out_dir);

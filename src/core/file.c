@@ -1,4 +1,5 @@
 /* Whole-file reads (with transparent gunzip for *.gz) and atomic writes. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -138,4 +139,20 @@ fl_status fl_mkdirs(const char *path, fl_err *e) {
     if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
         return fl_fail(e, FL_ERR_IO, "%s: exists and is not a folder", path);
     return FL_OK;
+}
+
+fl_status fl_path_join(char *buf, size_t n, const char *dir, const char *rel, fl_err *e) {
+    int k = snprintf(buf, n, "%s/%s", dir, rel);
+    if (k < 0 || (size_t)k >= n) return fl_fail(e, FL_ERR_ARG, "%s/%s: path too long", dir, rel);
+    return FL_OK;
+}
+
+int fl_dir_has_entries(const char *path) {
+    DIR *d = opendir(path);
+    if (!d) return 0;
+    struct dirent *de;
+    int any = 0;
+    while (!any && (de = readdir(d))) any = de->d_name[0] != '.';
+    closedir(d);
+    return any;
 }

@@ -21,20 +21,9 @@
 #include "fuzz/fuzz_int.h"
 
 fl_status fz_path(char *buf, size_t n, const char *out_dir, const char *rel, fl_err *e) {
-    int k = snprintf(buf, n, "%s/%s", out_dir, rel);
-    if (k < 0 || (size_t)k >= n) return fl_fail(e, FL_ERR_ARG, "%s/%s: path too long", out_dir, rel);
-    return FL_OK;
+    return fl_path_join(buf, n, out_dir, rel, e);
 }
 
-static int has_entries(const char *path) {
-    DIR *d = opendir(path);
-    if (!d) return 0;
-    struct dirent *de;
-    int any = 0;
-    while (!any && (de = readdir(d))) any = de->d_name[0] != '.';
-    closedir(d);
-    return any;
-}
 
 fl_status fz_out_check(const char *out_dir, int resume, fl_err *e) {
     char p[4096];
@@ -47,7 +36,7 @@ fl_status fz_out_check(const char *out_dir, int resume, fl_err *e) {
     if (resume && !has_stats)
         return fl_fail(e, FL_ERR_NOTFOUND, "-i -: %s holds no campaign to resume (no fuzzer_stats)",
                        out_dir);
-    if (!resume && (has_stats || has_entries(out_dir)))
+    if (!resume && (has_stats || fl_dir_has_entries(out_dir)))
         return fl_fail(e, FL_ERR_ARG,
                        "-o %s is not empty%s: resume it with -i -, or choose another -o", out_dir,
                        has_stats ? " (it holds a campaign)" : "");

@@ -148,6 +148,23 @@ static void test_campaign_folder(void **state) {
     assert_int_equal(atoll(v), r.last.execs);
     assert_true(fz_stats_get(out, "strategy", v, sizeof v));
     assert_string_equal(v, "deephunter");
+    /* the report: three plots, every failure's pair inline, nothing fetched */
+    char rp[300];
+    snprintf(rp, sizeof rp, "%s/report.html", out);
+    uint8_t *html;
+    size_t hl;
+    assert_int_equal(fl_file_read(rp, &html, &hl, NULL), FL_OK);
+    html = realloc(html, hl + 1);
+    html[hl] = 0;
+    int svgs = 0, imgs = 0;
+    for (const char *k = (char *)html; (k = strstr(k, "<svg")); k++) svgs++;
+    for (const char *k = (char *)html; (k = strstr(k, "data:image/png;base64,")); k++) imgs++;
+    assert_int_equal(svgs, 3);
+    assert_true(r.last.failures > 0);
+    assert_int_equal(imgs, 2 * r.last.failures); /* first and min of each finding */
+    assert_null(strstr((char *)html, "http"));
+    free(html);
+    assert_int_equal(fl_fuzz_report_write("/nonexistent/campaign", &e), FL_ERR_NOTFOUND);
 }
 
 static void test_deterministic(void **state) {

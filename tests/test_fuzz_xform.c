@@ -475,14 +475,17 @@ static void test_mutate_affine(void **state) {
     /* ... and with affine_used set, an affine-only menu has nothing to offer */
     assert_int_equal(fl_fuzz_mutate(&one, img, i0, MC, MH, MW, &au, 1.0, 1.0, 0, 50, &r, out,
                                     ni0, &used), 0);
-    /* validity is checked against i0 before it changes: a translation that moves everything
-     * is invalid under DeepHunter's constraint (it would be valid against t(i0)) */
+    /* an affine pick is checked against t(i0): a translation of an unchanged image is valid
+     * however much it moves (against i0 itself it would not be), and the reference moves */
     fl_xform tr = {FL_XF_TRANSLATE, 3, 3};
     fl_xform_menu mt = {.n = 1, .v = &tr, .n_affine = 1};
     au = 0;
+    assert_int_equal(fl_fuzz_valid(i0, (fl_xform_apply(&tr, i0, out, MC, MH, MW, &r), out),
+                                   (int64_t)MC * MH * MW, 0.02, 0.2, 0), 0);
     assert_int_equal(fl_fuzz_mutate(&mt, i0, i0, MC, MH, MW, &au, 0.02, 0.2, 0, 50, &r, out,
-                                    ni0, &used), 0);
-    assert_int_equal(au, 0);
+                                    ni0, &used), 1);
+    assert_int_equal(au, 1);
+    assert_memory_equal(out, ni0, (size_t)MC * MH * MW);
     /* nothing can be valid: alpha 0, beta 0 and transformations that all change the image */
     fl_xform ch[3] = {{FL_XF_BRIGHTNESS, 10, 0}, {FL_XF_CONTRAST, 2, 0}, {FL_XF_ROTATE, 45, 0}};
     fl_xform_menu mc = {.n = 3, .v = ch, .n_affine = 0};

@@ -105,10 +105,11 @@ int fl_fuzz_valid(const uint8_t *i0, const uint8_t *x, int64_t n, double alpha, 
                   int nonzero_size);
 
 /* DeepHunter's Mutate(I): up to try_num times pick a transformation from the menu (affine
- * ones only while *affine_used == 0), apply it to img and check the result against i0. On
- * success writes out, *used, returns 1; when the picked one is affine, also sets
- * *affine_used = 1 and writes new_i0 = t(i0) (the lineage's new reference; the caller
- * provides the buffer). Returns 0 after try_num invalid tries (out unspecified). */
+ * ones only while *affine_used == 0), apply it to img and check the result against the
+ * reference: i0, or for an affine pick t(i0), the lineage's new reference, written to new_i0
+ * (the caller provides the buffer, never NULL). On success writes out, *used, returns 1; an
+ * affine success also sets *affine_used = 1. Returns 0 after try_num invalid tries (out and
+ * new_i0 unspecified). */
 int fl_fuzz_mutate(const fl_xform_menu *menu, const uint8_t *img, const uint8_t *i0,
                    int c, int h, int w, int *affine_used, double alpha, double beta,
                    int nonzero_size, int try_num, fl_rng *r, uint8_t *out, uint8_t *new_i0,

@@ -181,7 +181,10 @@ static fl_status write_files(fz_campaign *cp, const fz_failure *f, const fz_find
 fl_status fz_findings_add(fz_campaign *cp, const fz_failure *f, int *is_new, fl_err *e) {
     const fz_verdict *v = f->v;
     cp->fs.total++;
-    fz_finding *fd = lookup(&cp->fs, v->oracle, v->label, v->pred, v->pred2, f->root->id, is_new, e);
+    /* model2's class is part of a disagreement's identity only: a misclassification is the
+     * same finding whatever the second model said */
+    int32_t key2 = v->oracle == FZ_OR_DISAGREE ? v->pred2 : -1;
+    fz_finding *fd = lookup(&cp->fs, v->oracle, v->label, v->pred, key2, f->root->id, is_new, e);
     if (!fd) return e ? e->status : FL_ERR_NOMEM;
     fd->seen++;
     double l0, l2, linf;
@@ -219,7 +222,8 @@ static fl_status load_one(fz_campaign *cp, const char *path, fl_err *e) {
     }
     int created;
     fz_finding *fd = lookup(&cp->fs, oracle, json_int(j, "label", -1), json_int(j, "pred", -1),
-                            json_int(j, "pred2", -1), root, &created, e);
+                            oracle == FZ_OR_DISAGREE ? json_int(j, "pred2", -1) : -1, root,
+                            &created, e);
     if (fd) {
         int64_t seen = json_int(j, "seen", 1);
         if (seen > fd->seen) fd->seen = seen;

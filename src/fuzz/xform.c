@@ -370,11 +370,16 @@ int fl_fuzz_mutate(const fl_xform_menu *menu, const uint8_t *img, const uint8_t 
         int affine = fl_xform_is_affine(x->kind);
         if (affine && *affine_used) continue; /* a malformed menu: an affine entry after n_affine */
         fl_xform_apply(x, img, out, c, h, w, r);
-        if (!fl_fuzz_valid(i0, out, n, alpha, beta, nonzero_size)) continue;
+        /* An affine pick moves the reference with the image: the mutant is checked against
+         * t(I0), so the constraint bounds the pixel-level change the lineage carries, not the
+         * geometry (DeepHunter's released mutate_one does not check affine picks at all). */
+        const uint8_t *ref = i0;
         if (affine) {
-            if (new_i0) fl_xform_apply(x, i0, new_i0, c, h, w, r); /* deterministic: r unused */
-            *affine_used = 1;
+            fl_xform_apply(x, i0, new_i0, c, h, w, r); /* deterministic: r unused */
+            ref = new_i0;
         }
+        if (!fl_fuzz_valid(ref, out, n, alpha, beta, nonzero_size)) continue;
+        if (affine) *affine_used = 1;
         if (used) *used = *x;
         return 1;
     }

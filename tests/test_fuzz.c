@@ -144,9 +144,9 @@ static void test_campaign_folder(void **state) {
     closedir(d);
     assert_true(checked > 0);
     char v[64];
-    assert_true(fz_stats_get(out, "execs_done", v, sizeof v));
+    assert_true(fl_fuzz_stats_get(out, "execs_done", v, sizeof v));
     assert_int_equal(atoll(v), r.last.execs);
-    assert_true(fz_stats_get(out, "strategy", v, sizeof v));
+    assert_true(fl_fuzz_stats_get(out, "strategy", v, sizeof v));
     assert_string_equal(v, "deephunter");
     /* the report: three plots, every failure's pair inline, nothing fetched */
     char rp[300];
@@ -208,7 +208,7 @@ static void test_resume(void **state) {
     assert_true(r2.last.corpus >= r1.last.corpus);
     assert_true(r2.last.failures >= r1.last.failures);
     char v[32];
-    fz_stats_get(out, "session", v, sizeof v);
+    fl_fuzz_stats_get(out, "session", v, sizeof v);
     assert_string_equal(v, "2");
     /* a different criterion is not the same campaign */
     o.criterion = "tknc:2";

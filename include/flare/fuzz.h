@@ -208,6 +208,10 @@ typedef struct fl_fuzz_result {
  * another campaign without resume); a failed check leaves nothing behind. */
 fl_status fl_fuzz_run(const fl_fuzz_opts *o, fl_fuzz_result *r, fl_err *e);
 
+/* The value recorded under key in out_dir/fuzzer_stats, into buf; returns 0 (buf "") when the
+ * file or the key is absent. How a resumed run finds its seed, seeds and scale. */
+int fl_fuzz_stats_get(const char *out_dir, const char *key, char *buf, size_t n);
+
 /* ---- report (src/fuzz/report.c) ----------------------------------------------------------- */
 /* Write out_dir/report.html from what the folder holds (fuzzer_stats, plot_data, failures/):
  * self-contained (images inline), so it can be written at any time and mailed around. */

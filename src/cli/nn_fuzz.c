@@ -51,25 +51,15 @@ static void on_status(const fl_fuzz_status *s, void *user) {
 /* The seeds: --seeds (or, resuming, the spec recorded in fuzzer_stats), then --select. */
 static fl_status load_seeds(const cli_opts *o, fl_model *m, const fl_scale *scp, fl_dataset **out,
                             uint64_t seed, fl_err *e) {
-    char spec[4096] = "", sc_txt[96] = "", path[4096];
+    char spec[4096] = "", sc_txt[96] = "";
     fl_scale sc;
     const char *s = o->fz_seeds;
     if (!strcmp(s, "-")) {
-        snprintf(path, sizeof path, "%s/fuzzer_stats", o->fz_output);
-        FILE *f = fopen(path, "r");
-        char line[4096];
-        while (f && fgets(line, sizeof line, f)) {
-            char *v = strchr(line, ':');
-            if (!v) continue;
-            for (v++; *v == ' '; v++) {}
-            v[strcspn(v, "\n")] = 0;
-            if (!strncmp(line, "seeds_spec ", 11)) snprintf(spec, sizeof spec, "%s", v);
-            if (!strncmp(line, "scale ", 6)) snprintf(sc_txt, sizeof sc_txt, "%s", v);
-        }
-        if (f) fclose(f);
-        if (!spec[0])
-            return fl_fail(e, FL_ERR_NOTFOUND, "-i -: %s records no seeds_spec to resume from", path);
-        if (sc_txt[0] && !scp) {
+        if (!fl_fuzz_stats_get(o->fz_output, "seeds_spec", spec, sizeof spec))
+            return fl_fail(e, FL_ERR_NOTFOUND,
+                           "-i -: %s/fuzzer_stats records no seeds_spec to resume from",
+                           o->fz_output);
+        if (fl_fuzz_stats_get(o->fz_output, "scale", sc_txt, sizeof sc_txt) && !scp) {
             if (fl_scale_parse(sc_txt, &sc, e)) return e->status;
             scp = &sc;
         }
@@ -114,8 +104,8 @@ out:
     return st;
 }
 
-static char *join_args(const cli_opts *o) {
-    (void)o;
+/* The command line as typed, for fuzzer_stats (malloc'd; NULL when unreadable). */
+static char *join_args(void) {
     FILE *f = fopen("/proc/self/cmdline", "r");
     if (!f) return NULL;
     char buf[4096];
@@ -140,13 +130,9 @@ int cmd_nn_fuzz(const cli_opts *o) {
         fl_fuzz_select_parse(o->fz_queue, &fo.select, &e))
         return cli_usage(o->cmd, "%s", e.msg);
     uint64_t seed = o->fz_seed;
-    if (resume && !o->set[F_fz_seed]) {
-        char p[4096], line[256];
-        snprintf(p, sizeof p, "%s/fuzzer_stats", o->fz_output);
-        FILE *f = fopen(p, "r");
-        while (f && fgets(line, sizeof line, f))
-            if (!strncmp(line, "seed ", 5)) seed = strtoull(strchr(line, ':') + 1, NULL, 10);
-        if (f) fclose(f);
+    char rec[32];
+    if (resume && !o->set[F_fz_seed] && fl_fuzz_stats_get(o->fz_output, "seed", rec, sizeof rec)) {
+        seed = strtoull(rec, NULL, 10);
     } else if (!o->set[F_fz_seed] &&
                getrandom(&seed, sizeof seed, 0) != (ssize_t)sizeof seed) {
         seed = (uint64_t)(fl_now() * 1e9) ^ ((uint64_t)getpid() << 32);
@@ -158,7 +144,7 @@ int cmd_nn_fuzz(const cli_opts *o) {
     fl_model *m = NULL, *m2 = NULL;
     fl_dataset *seeds = NULL, *train = NULL;
     fl_profile *prof = NULL;
-    char *cmdline = join_args(o);
+    char *cmdline = join_args();
     int rc = CLI_FAIL;
     if (fl_onnx_load(o->fz_model, &m, &e)) goto out;
     if (o->set[F_fz_model2] && fl_onnx_load(o->fz_model2, &m2, &e)) goto out;
@@ -196,10 +182,7 @@ int cmd_nn_fuzz(const cli_opts *o) {
     fo.command_line = cmdline;
     fo.model_path = o->fz_model;
     fo.model2_path = m2 ? o->fz_model2 : NULL;
-    fo.seeds_spec = resume ? NULL : o->fz_seeds;
-    if (resume) { /* keep the recorded spec in fuzzer_stats */
-        fo.seeds_spec = seeds->source;
-    }
+    fo.seeds_spec = resume ? seeds->source : o->fz_seeds; /* resumed: keep the recorded one */
     struct sigaction sa = {0}, old;
     sa.sa_handler = on_sigint;
     sigaction(SIGINT, &sa, &old);

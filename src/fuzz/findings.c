@@ -169,13 +169,8 @@ static fl_status write_files(fz_campaign *cp, const fz_failure *f, const fz_find
     cJSON_AddNumberToObject(j, "exec", (double)f->exec);
     cJSON_AddNumberToObject(j, "time", f->time);
     cJSON_AddNumberToObject(j, "seen", (double)fd->seen);
-    char *txt = cJSON_Print(j);
-    cJSON_Delete(j);
-    if (!txt) return fl_fail(e, FL_ERR_NOMEM, "out of memory");
     strcpy(path + stem, ".json");
-    st = fl_file_write_atomic(path, txt, strlen(txt), e);
-    free(txt);
-    return st;
+    return fz_json_write(path, j, 1, e);
 }
 
 fl_status fz_findings_add(fz_campaign *cp, const fz_failure *f, int *is_new, fl_err *e) {
@@ -205,12 +200,8 @@ static int32_t json_int(const cJSON *j, const char *k, int32_t dflt) {
 }
 
 static fl_status load_one(fz_campaign *cp, const char *path, fl_err *e) {
-    uint8_t *buf;
-    size_t len;
-    fl_status st = fl_file_read(path, &buf, &len, e);
-    if (st) return st;
-    cJSON *j = cJSON_ParseWithLength((const char *)buf, len);
-    free(buf);
+    cJSON *j = fz_json_read(path, e);
+    if (!j) return e ? e->status : FL_ERR_FORMAT;
     const cJSON *orc = cJSON_GetObjectItemCaseSensitive(j, "oracle");
     int oracle = -1;
     for (int k = 0; k < 3 && cJSON_IsString(orc); k++)

@@ -163,7 +163,9 @@ fl_status fz_out_stats(fz_campaign *cp, int final, fl_err *e);
 fl_status fz_out_plot_row(fz_campaign *cp, fl_err *e);
 /* Resume: the recorded settings (seed, session, execs, time) and the queue entries. */
 fl_status fz_out_resume(fz_campaign *cp, fl_err *e);
-/* Read fuzzer_stats' value for key into buf ("" when absent). */
-int fz_stats_get(const char *out_dir, const char *key, char *buf, size_t n);
+/* The JSON file at path, or NULL with e filled (unreadable; FL_ERR_FORMAT when not JSON). */
+struct cJSON *fz_json_read(const char *path, fl_err *e);
+/* Write j to path atomically (pretty: indented) and delete j. */
+fl_status fz_json_write(const char *path, struct cJSON *j, int pretty, fl_err *e);
 
 #endif

@@ -93,11 +93,25 @@ fl_status fz_out_entry(fz_campaign *cp, int64_t id, const char *last_op, fl_err 
     if (x->affine) cJSON_AddStringToObject(j, "affine", fl_xform_str(&x->affine_t, aff, sizeof aff));
     cJSON_AddStringToObject(j, "ops", x->ops ? x->ops : "");
     cJSON_AddNumberToObject(j, "exec", (double)cp->execs);
-    char *txt = cJSON_PrintUnformatted(j);
+    strcpy(path + stem, ".json");
+    return fz_json_write(path, j, 0, e);
+}
+
+cJSON *fz_json_read(const char *path, fl_err *e) {
+    uint8_t *buf;
+    size_t len;
+    if (fl_file_read(path, &buf, &len, e)) return NULL;
+    cJSON *j = cJSON_ParseWithLength((const char *)buf, len);
+    free(buf);
+    if (!j) fl_fail(e, FL_ERR_FORMAT, "%s: not JSON", path);
+    return j;
+}
+
+fl_status fz_json_write(const char *path, cJSON *j, int pretty, fl_err *e) {
+    char *txt = pretty ? cJSON_Print(j) : cJSON_PrintUnformatted(j);
     cJSON_Delete(j);
     if (!txt) return fl_fail(e, FL_ERR_NOMEM, "out of memory");
-    strcpy(path + stem, ".json");
-    st = fl_file_write_atomic(path, txt, strlen(txt), e);
+    fl_status st = fl_file_write_atomic(path, txt, strlen(txt), e);
     free(txt);
     return st;
 }
@@ -179,7 +193,7 @@ fl_status fz_out_plot_row(fz_campaign *cp, fl_err *e) {
     return FL_OK;
 }
 
-int fz_stats_get(const char *out_dir, const char *key, char *buf, size_t n) {
+int fl_fuzz_stats_get(const char *out_dir, const char *key, char *buf, size_t n) {
     char path[4096], line[4096];
     buf[0] = 0;
     if (fz_path(path, sizeof path, out_dir, "fuzzer_stats", NULL)) return 0;
@@ -236,14 +250,11 @@ static fl_status list_entries(const char *qdir, char ***out, int64_t *n_out, fl_
 
 static fl_status read_entry(fz_campaign *cp, const char *stem, fz_entry *x, fl_err *e) {
     char path[4096];
-    uint8_t *buf;
-    size_t len;
     if (snprintf(path, sizeof path, "%s.json", stem) >= (int)sizeof path)
         return fl_fail(e, FL_ERR_ARG, "%s: path too long", stem);
-    fl_status st = fl_file_read(path, &buf, &len, e);
-    if (st) return st;
-    cJSON *j = cJSON_ParseWithLength((const char *)buf, len);
-    free(buf);
+    cJSON *j = fz_json_read(path, e);
+    if (!j) return e ? e->status : FL_ERR_FORMAT;
+    fl_status st;
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(j, "id"),
                 *src = cJSON_GetObjectItemCaseSensitive(j, "src"),
                 *root = cJSON_GetObjectItemCaseSensitive(j, "root"),
@@ -314,19 +325,19 @@ fl_status fz_out_resume(fz_campaign *cp, fl_err *e) {
     const fl_fuzz_opts *o = cp->o;
     static const struct { const char *key; int which; } must[] = {{"strategy", 0}, {"criterion", 1}};
     for (size_t i = 0; i < sizeof must / sizeof *must; i++) {
-        fz_stats_get(o->out_dir, must[i].key, v, sizeof v);
+        fl_fuzz_stats_get(o->out_dir, must[i].key, v, sizeof v);
         const char *now = must[i].which ? o->criterion : fl_fuzz_strategy_name(o->strategy);
         if (strcmp(v, now))
             return fl_fail(e, FL_ERR_ARG, "-i -: %s/fuzzer_stats records %s '%s', not '%s'",
                            o->out_dir, must[i].key, v, now);
     }
-    fz_stats_get(o->out_dir, "session", v, sizeof v);
+    fl_fuzz_stats_get(o->out_dir, "session", v, sizeof v);
     cp->session = atoi(v) + 1;
-    fz_stats_get(o->out_dir, "execs_done", v, sizeof v);
+    fl_fuzz_stats_get(o->out_dir, "execs_done", v, sizeof v);
     cp->execs = cp->execs_before = atoll(v);
-    fz_stats_get(o->out_dir, "run_time", v, sizeof v);
+    fl_fuzz_stats_get(o->out_dir, "run_time", v, sizeof v);
     cp->time_before = atof(v);
-    fz_stats_get(o->out_dir, "seeds", v, sizeof v);
+    fl_fuzz_stats_get(o->out_dir, "seeds", v, sizeof v);
     int64_t n_seeds = atoll(v);
     fl_status st = fz_path(qdir, sizeof qdir, o->out_dir, "queue", e);
     char **names = NULL;

@@ -12,7 +12,7 @@
 
 #include "fuzz/fuzz_int.h"
 
-enum { MAX_PER_PAIR = 24, MAX_IMAGES = 400, MAX_CLASSES = 1000 };
+enum { MAX_PER_PAIR = 24, MAX_IMAGES = 400 };
 
 static void esc(FILE *f, const char *s) {
     for (; s && *s; s++) {
@@ -165,15 +165,6 @@ static int list_json(const char *dir, char ***out) {
     return n;
 }
 
-static cJSON *read_json(const char *path) {
-    uint8_t *buf;
-    size_t len;
-    if (fl_file_read(path, &buf, &len, NULL)) return NULL;
-    cJSON *j = cJSON_ParseWithLength((const char *)buf, len);
-    free(buf);
-    return j;
-}
-
 static const char *jstr(const cJSON *j, const char *k) {
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, k);
     return cJSON_IsString(x) ? x->valuestring : "";
@@ -237,7 +228,7 @@ static void failures(FILE *f, const char *out_dir) {
         int nj = list_json(sub, &names);
         if (nj) {
             snprintf(path, sizeof path, "%s/%s", sub, names[0]);
-            cJSON *j = read_json(path);
+            cJSON *j = fz_json_read(path, NULL);
             if (j && !names_of[t]) names_of[t] = strdup(jstr(j, "label_name"));
             if (j && !names_of[q]) names_of[q] = strdup(jstr(j, "pred_name"));
             cJSON_Delete(j);
@@ -278,7 +269,7 @@ static void failures(FILE *f, const char *out_dir) {
         int here = 0;
         for (int i = 0; i < nj; i++) {
             snprintf(path, sizeof path, "%s/%s", sub, names[i]);
-            cJSON *j = read_json(path);
+            cJSON *j = fz_json_read(path, NULL);
             if (!j) {
                 fputs("<figure><figcaption>unreadable: ", f);
                 esc(f, names[i]);

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "flare/fuzz.h"
+#include "fuzz/fuzz_int.h"
 
 void fl_retrain_opts_default(fl_retrain_opts *o) {
     memset(o, 0, sizeof *o);
@@ -41,12 +41,9 @@ static fl_status add_one(fset *fs, const char *dir, const char *name, int K, fl_
     char path[8192];
     if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
         return fl_fail(e, FL_ERR_ARG, "%s/%s: path too long", dir, name);
-    uint8_t *buf;
-    size_t len;
-    fl_status st = fl_file_read(path, &buf, &len, e);
-    if (st) return st;
-    cJSON *j = cJSON_ParseWithLength((const char *)buf, len);
-    free(buf);
+    cJSON *j = fz_json_read(path, e);
+    if (!j) return e ? e->status : FL_ERR_FORMAT;
+    fl_status st;
     const cJSON *lab = cJSON_GetObjectItemCaseSensitive(j, "label"),
                 *root = cJSON_GetObjectItemCaseSensitive(j, "root");
     if (!cJSON_IsNumber(lab) || lab->valuedouble < 0 || lab->valuedouble >= K) {

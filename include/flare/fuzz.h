@@ -127,19 +127,42 @@ typedef enum fl_fuzz_strategy {
                                kept when its nearest neighbour in the corpus is far */
     FL_FUZZ_RANDOM,         /* DeepHunter transformations of the seeds, nothing kept: the
                                baseline that shows what guidance buys */
+    /* gradient-guided (src/fuzz/grad*.c): each picked entry is stepped `iters` times along the
+     * gradient of the strategy's objective; a batch of entries shares one backward pass */
+    FL_FUZZ_DLFUZZ,         /* DLFuzz: raise the top-2..5 logits and k selected neurons, lower
+                               the label's; kept on coverage gain under an L2 bound */
+    FL_FUZZ_DEEPXPLORE,     /* DeepXplore: make one of 2-3 models disagree, raise one uncovered
+                               neuron per model, under a domain constraint */
+    FL_FUZZ_DEEPSA,         /* DeepSA: raise the top-2..5 probabilities and the surprise (DSA or
+                               LSA) on LRP-important neurons; kept when the surprise grows */
+    FL_FUZZ_FGSM,           /* one signed-gradient step of size eps on the cross-entropy */
+    FL_FUZZ_PGD,            /* iterated signed steps, projected on the L-inf eps-ball (random
+                               start) */
     FL_FUZZ_STRATEGY_COUNT_
 } fl_fuzz_strategy;
 
 typedef enum fl_fuzz_select {
     FL_QSEL_DEFAULT = 0, /* the strategy's own: prob for deephunter, tensorfuzz for tensorfuzz,
-                            uniform (over the seeds) for random */
+                            uniform (over the seeds) for random, fifo for the gradient ones */
     FL_QSEL_UNIFORM,     /* every entry alike */
     FL_QSEL_TENSORFUZZ,  /* one of the 5 newest entries, or (1 in 6) any entry */
     FL_QSEL_DEEPTEST,    /* the newest entry first */
     FL_QSEL_PROB,        /* DeepHunter: priority 1 - B_c/gamma, at least p_min, where B_c is
                             how often the entry was fuzzed */
+    FL_QSEL_FIFO,        /* the oldest entry not fuzzed yet, then uniform: DLFuzz's list of
+                            images to process (the gradient strategies' default) */
     FL_QSEL_COUNT_
 } fl_fuzz_select;
+
+static inline int fl_fuzz_is_gradient(fl_fuzz_strategy s) { return s >= FL_FUZZ_DLFUZZ; }
+
+/* deepxplore's domain constraints (how the gradient may change the image) */
+typedef enum fl_dx_constraint {
+    FL_DX_LIGHT = 0, /* every pixel moves by the gradient's mean: lighter or darker */
+    FL_DX_OCCLUSION, /* only a rectangle changes (dx_rect) */
+    FL_DX_BLACKOUT,  /* one random small square per step, darkened where the gradient says so */
+    FL_DX_NONE       /* the raw gradient */
+} fl_dx_constraint;
 
 fl_status fl_fuzz_strategy_parse(const char *s, fl_fuzz_strategy *out, fl_err *e);
 const char *fl_fuzz_strategy_name(fl_fuzz_strategy s);
@@ -160,12 +183,13 @@ typedef struct fl_fuzz_status {
 
 typedef struct fl_fuzz_opts {
     fl_model *model;          /* the model under test */
-    fl_model *model2;         /* differential oracle (same input and output shapes), or NULL */
+    fl_model *model2;         /* differential oracle (same input and output shapes), or NULL;
+                                 deepxplore's second model */
     const fl_dataset *seeds;  /* the seed images (labels: the misclassification oracle's
                                  truth; unlabelled seeds take the model's prediction) */
     const fl_dataset *train;  /* criteria built from training data (lsc, dsc, idc), or NULL */
     const fl_profile *profile;/* kmnc, nbc, snac */
-    const char *important;    /* idc: `flare nn lrp` output, or NULL */
+    const char *important;    /* idc, deepsa: `flare nn lrp` output, or NULL */
     const char *layers;       /* layer set of the criterion; NULL: the profile's, else "all" */
     const char *criterion;    /* "nc:0.75", "kmnc:100", ...: measured always, the guide of
                                  deephunter */
@@ -179,6 +203,32 @@ typedef struct fl_fuzz_opts {
     double tf_bound;          /* tensorfuzz: L-inf bound against the root in levels (51) */
     double tf_threshold;      /* tensorfuzz: novelty distance (L2 of the layer's values) */
     const char *tf_layer;     /* tensorfuzz: the layer whose values are compared; NULL logits */
+    /* gradient strategies (docs/nn-fuzz.md has each default's source). Images are stepped on
+     * the [0,1] scale (pixel / 255); every evaluated step is rounded to 8-bit pixels. */
+    int iters;                /* steps per picked entry; 0: dlfuzz 5, deepxplore 50, deepsa 5,
+                                 fgsm 1, pgd 40 */
+    double step;              /* step on [0,1]; <= 0: dlfuzz 0.02, deepxplore 10/255,
+                                 deepsa 0.1, pgd 0.01 */
+    double eps;               /* fgsm / pgd: L-inf radius on [0,1] around the root; <= 0: 0.3 */
+    double lambda;            /* weight of the neuron / surprise term; < 0: dlfuzz 0.5,
+                                 deepxplore 0.1 (weight_nc), deepsa 1 */
+    double w_diff;            /* deepxplore weight_diff; < 0: 1 */
+    int n_neurons;            /* dlfuzz: neurons raised per picked entry (k); 0: 10 */
+    const char *neuron_select;/* dlfuzz: ","-list of often, rarely, weight, threshold (k split
+                                 between them); NULL: random uncovered neurons */
+    double nc_threshold;      /* dlfuzz / deepxplore: a neuron is covered when its channel mean,
+                                 scaled to [0,1] over its layer, exceeds this; < 0: dlfuzz 0.5,
+                                 deepxplore 0 */
+    fl_model *model3;         /* deepxplore: a third model, or NULL */
+    fl_dx_constraint dx_constraint; /* deepxplore: FL_DX_LIGHT */
+    int dx_rect[4];           /* occlusion: x, y, w, h in pixels; w 0: (0, 0, 10, 10) */
+    int dx_patch;             /* blackout: square side in pixels; 0: 6 */
+    int sa_kind;              /* deepsa: FL_SA_DSA (DFuzz) or FL_SA_LSA (LFuzz), from sa.h */
+    int sa_exact;             /* deepsa: 0 the released code (SA only decides acceptance),
+                                 1 SA is differentiated through the model */
+    int max_kept;             /* deepsa: steps kept per seed lineage; 0: 25 */
+    double max_l2;            /* kept only when ||x - x0||2 / ||x0||2 is below; <= 0: dlfuzz
+                                 0.02, deepsa 0.5 */
     const char *out_dir;      /* required */
     int resume;               /* continue the campaign in out_dir (`-i -`) */
     double max_time;          /* seconds; 0: no limit */
@@ -190,7 +240,7 @@ typedef struct fl_fuzz_opts {
     void (*on_status)(const fl_fuzz_status *s, void *user); /* may be NULL */
     void *user;
     const char *command_line; /* recorded in fuzzer_stats, or NULL */
-    const char *model_path, *model2_path, *seeds_spec; /* recorded (resume reloads the seeds'
+    const char *model_path, *model2_path, *model3_path, *seeds_spec; /* recorded (resume reloads the seeds'
                                  spec for its classes and scale), or NULL */
 } fl_fuzz_opts;
 

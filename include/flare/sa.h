@@ -96,6 +96,13 @@ void fl_sa_free(fl_sa *sa);
 fl_status fl_sa_score(fl_sa *sa, const float *x, const int32_t *pred, int64_t n, double *out,
                       fl_err *e);
 
+/* out[i] as fl_sa_score, and grad[i, dim] = d out[i] / d x[i] (zero for the columns SA does
+ * not use, and for NaN results). LSA differentiates the kernel density; DSA holds its two
+ * nearest neighbours fixed (the gradient of the distance ratio where they stay the nearest);
+ * MDSA the Mahalanobis distance. What a fuzzer that climbs SA needs (DeepSA's exact mode). */
+fl_status fl_sa_grad(fl_sa *sa, const float *x, const int32_t *pred, int64_t n, double *out,
+                     float *grad, fl_err *e);
+
 /* Leave-one-out SA of training traces: out[i] = the SA of training trace idx[i] (its index in
  * the arrays given to fl_sa_new), predicted as its own training prediction, against all the
  * other training traces (LSA: its own kernel left out of the mean; DSA: x_a is its nearest

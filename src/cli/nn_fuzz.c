@@ -12,6 +12,7 @@
 #include "cli/progress.h"
 #include "flare/fuzz.h"
 #include "flare/onnx.h"
+#include "flare/sa.h"
 #include "flare/select.h"
 
 static volatile int stop_flag;
@@ -141,13 +142,14 @@ int cmd_nn_fuzz(const cli_opts *o) {
              (unsigned long long)seed, (long long)o->fz_jobs);
     fl_threads_set((int)o->fz_jobs);
 
-    fl_model *m = NULL, *m2 = NULL;
+    fl_model *m = NULL, *m2 = NULL, *m3 = NULL;
     fl_dataset *seeds = NULL, *train = NULL;
     fl_profile *prof = NULL;
     char *cmdline = join_args();
     int rc = CLI_FAIL;
     if (fl_onnx_load(o->fz_model, &m, &e)) goto out;
     if (o->set[F_fz_model2] && fl_onnx_load(o->fz_model2, &m2, &e)) goto out;
+    if (o->set[F_fz_model3] && fl_onnx_load(o->fz_model3, &m3, &e)) goto out;
     if (o->set[F_fz_profile] && fl_profile_load(o->fz_profile, &prof, &e)) goto out;
     if (o->set[F_fz_train] && fl_dataset_load(o->fz_train, scp, o->fz_limit, &train, &e)) goto out;
     if (load_seeds(o, m, scp, &seeds, seed, &e)) goto out;
@@ -182,6 +184,32 @@ int cmd_nn_fuzz(const cli_opts *o) {
     fo.command_line = cmdline;
     fo.model_path = o->fz_model;
     fo.model2_path = m2 ? o->fz_model2 : NULL;
+    fo.model3 = m3;
+    fo.model3_path = m3 ? o->fz_model3 : NULL;
+    fo.iters = o->set[F_fz_iters] ? (int)o->fz_iters : 0;
+    fo.step = o->set[F_fz_step] ? o->fz_step : 0;
+    fo.eps = o->fz_eps;
+    fo.lambda = o->set[F_fz_lambda] ? o->fz_lambda : -1;
+    fo.w_diff = o->fz_weight_diff;
+    fo.n_neurons = (int)o->fz_neuron_count;
+    fo.neuron_select = o->set[F_fz_neuron_select] ? o->fz_neuron_select : NULL;
+    fo.nc_threshold = o->set[F_fz_nc_threshold] ? o->fz_nc_threshold : -1;
+    fo.dx_constraint = !strcmp(o->fz_constraint, "light")       ? FL_DX_LIGHT
+                       : !strcmp(o->fz_constraint, "occlusion") ? FL_DX_OCCLUSION
+                       : !strcmp(o->fz_constraint, "blackout")  ? FL_DX_BLACKOUT
+                                                                : FL_DX_NONE;
+    if (sscanf(o->fz_occlusion, "%d,%d,%d,%d", &fo.dx_rect[0], &fo.dx_rect[1], &fo.dx_rect[2],
+               &fo.dx_rect[3]) != 4 || fo.dx_rect[0] < 0 || fo.dx_rect[1] < 0 ||
+        fo.dx_rect[2] < 1 || fo.dx_rect[3] < 1) {
+        rc = cli_usage(o->cmd, "--occlusion %s: want X,Y,W,H in pixels (W, H >= 1)",
+                       o->fz_occlusion);
+        goto done;
+    }
+    fo.dx_patch = (int)o->fz_patch;
+    fo.sa_kind = strcmp(o->fz_kind, "lsa") ? FL_SA_DSA : FL_SA_LSA;
+    fo.sa_exact = !strcmp(o->fz_sa_grad, "exact");
+    fo.max_kept = (int)o->fz_max_kept;
+    fo.max_l2 = o->set[F_fz_max_l2] ? o->fz_max_l2 : 0;
     fo.seeds_spec = resume ? seeds->source : o->fz_seeds; /* resumed: keep the recorded one */
     struct sigaction sa = {0}, old;
     sa.sa_handler = on_sigint;
@@ -212,11 +240,13 @@ int cmd_nn_fuzz(const cli_opts *o) {
     rc = CLI_OK;
 out:
     if (rc != CLI_OK) cli_fail(&e);
+done:
     free(cmdline);
     fl_profile_free(prof);
     fl_dataset_free(seeds);
     fl_dataset_free(train);
     fl_model_free(m);
     fl_model_free(m2);
+    fl_model_free(m3);
     return rc;
 }

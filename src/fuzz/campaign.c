@@ -9,15 +9,19 @@
 #include <string.h>
 
 #include "fuzz/fuzz_int.h"
+#include "fuzz/grad.h"
 #include "fuzz/round.h"
 
-static const char *const strategy_names[] = {"deephunter", "tensorfuzz", "random"};
-static const char *const select_names[] = {"default", "uniform", "tensorfuzz", "deeptest", "prob"};
+static const char *const strategy_names[] = {"deephunter", "tensorfuzz", "random", "dlfuzz",
+                                             "deepxplore", "deepsa",     "fgsm",   "pgd"};
+static const char *const select_names[] = {"default",  "uniform", "tensorfuzz",
+                                           "deeptest", "prob",    "fifo"};
 
 fl_status fl_fuzz_strategy_parse(const char *s, fl_fuzz_strategy *out, fl_err *e) {
     for (int i = 0; i < FL_FUZZ_STRATEGY_COUNT_; i++)
         if (!strcmp(s, strategy_names[i])) return *out = (fl_fuzz_strategy)i, FL_OK;
-    return fl_fail(e, FL_ERR_ARG, "unknown strategy '%s' (deephunter, tensorfuzz, random)", s);
+    return fl_fail(e, FL_ERR_ARG, "unknown strategy '%s' (deephunter, tensorfuzz, random, dlfuzz, "
+                   "deepxplore, deepsa, fgsm, pgd)", s);
 }
 const char *fl_fuzz_strategy_name(fl_fuzz_strategy s) {
     return s < FL_FUZZ_STRATEGY_COUNT_ ? strategy_names[s] : "?";
@@ -26,7 +30,8 @@ fl_status fl_fuzz_select_parse(const char *s, fl_fuzz_select *out, fl_err *e) {
     for (int i = 0; i < FL_QSEL_COUNT_; i++)
         if (!strcmp(s, select_names[i])) return *out = (fl_fuzz_select)i, FL_OK;
     return fl_fail(e, FL_ERR_ARG,
-                   "unknown queue selection '%s' (uniform, tensorfuzz, deeptest, prob)", s);
+                   "unknown queue selection '%s' (uniform, tensorfuzz, deeptest, prob, fifo)",
+                   s);
 }
 const char *fl_fuzz_select_name(fl_fuzz_select s) {
     return s < FL_QSEL_COUNT_ ? select_names[s] : "?";
@@ -109,12 +114,22 @@ static fl_status check_models(fz_campaign *cp, fl_err *e) {
         return fl_fail(e, FL_ERR_SHAPE, "the seeds have %d classes, the model %lld outputs",
                        o->seeds->n_classes, (long long)k);
     cp->n_classes = (int)k;
-    if (!o->model2) return FL_OK;
-    const char *m2 = o->model2_path ? o->model2_path : "--model2";
-    if ((st = probe(o->model2, o->seeds, m2, &k2, s2, &nd2, e))) return st;
-    if (k2 != k)
-        return fl_fail(e, FL_ERR_SHAPE, "%s has %lld outputs, the model under test %lld", m2,
-                       (long long)k2, (long long)k);
+    if (o->strategy == FL_FUZZ_DEEPXPLORE && !o->model2)
+        return fl_fail(e, FL_ERR_ARG,
+                       "--strategy deepxplore needs --model2 (and optionally --model3): it looks "
+                       "for inputs on which the models disagree");
+    if (o->model3 && o->strategy != FL_FUZZ_DEEPXPLORE)
+        return fl_fail(e, FL_ERR_ARG, "--model3 is for --strategy deepxplore");
+    fl_model *others[2] = {o->model2, o->model3};
+    const char *names[2] = {o->model2_path ? o->model2_path : "--model2",
+                            o->model3_path ? o->model3_path : "--model3"};
+    for (int i = 0; i < 2; i++) {
+        if (!others[i]) continue;
+        if ((st = probe(others[i], o->seeds, names[i], &k2, s2, &nd2, e))) return st;
+        if (k2 != k)
+            return fl_fail(e, FL_ERR_SHAPE, "%s has %lld outputs, the model under test %lld",
+                           names[i], (long long)k2, (long long)k);
+    }
     return FL_OK;
 }
 
@@ -167,9 +182,10 @@ static fl_status setup(fz_campaign *cp, const fl_fuzz_opts *o, fl_err *e) {
     if ((st = fl_xform_menu_make(o->preset, &cp->menu, e))) return st;
     fl_fuzz_select sel = o->select;
     if (sel == FL_QSEL_DEFAULT)
-        sel = o->strategy == FL_FUZZ_TENSORFUZZ ? FL_QSEL_TENSORFUZZ
-              : o->strategy == FL_FUZZ_RANDOM   ? FL_QSEL_UNIFORM
-                                                : FL_QSEL_PROB;
+        sel = o->strategy == FL_FUZZ_TENSORFUZZ    ? FL_QSEL_TENSORFUZZ
+              : o->strategy == FL_FUZZ_RANDOM      ? FL_QSEL_UNIFORM
+              : fl_fuzz_is_gradient(o->strategy) ? FL_QSEL_FIFO
+                                                   : FL_QSEL_PROB;
     if ((st = fz_queue_init(&cp->q, sel, o->gamma, o->p_min, e))) return st;
     if (o->strategy == FL_FUZZ_TENSORFUZZ) {
         cp->nv_layer = o->tf_layer ? fl_model_find(o->model, o->tf_layer)
@@ -286,6 +302,8 @@ static fl_status write_summary(fz_campaign *cp, const fl_fuzz_result *r, fl_err 
 
 static void teardown(fz_campaign *cp) {
     if (cp->plot) fclose(cp->plot);
+    if (cp->grad) fz_grad_free(cp->grad);
+    free(cp->grad);
     fz_queue_free(&cp->q);
     fz_findings_free(&cp->fs);
     fz_novelty_free(&cp->nv);
@@ -309,6 +327,10 @@ fl_status fl_fuzz_run(const fl_fuzz_opts *o, fl_fuzz_result *r, fl_err *e) {
     fz_round rd = {0};
     if (!st) st = fz_round_init(&rd, &cp, e);
     if (!st) st = fz_replay_corpus(&rd, &cp, e); /* coverage (and novelty) of the queue */
+    if (!st && fl_fuzz_is_gradient(o->strategy)) { /* its checks too come before out_dir */
+        if (!(cp.grad = malloc(sizeof *cp.grad))) st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
+        else st = fz_grad_init(cp.grad, &cp, e);
+    }
     if (!st) st = fz_out_create(o->out_dir, e);
     fl_file_durable(0);
     for (int64_t i = 0; !st && !o->resume && i < cp.q.n; i++) st = fz_out_entry(&cp, i, NULL, e);
@@ -322,7 +344,7 @@ fl_status fl_fuzz_run(const fl_fuzz_opts *o, fl_fuzz_result *r, fl_err *e) {
         if (o->max_execs > 0 && cp.execs - cp.execs_before >= o->max_execs) break;
         if (o->max_time > 0 && fl_now() - cp.t0 >= o->max_time) break;
         int ran = 0;
-        st = fz_round_run(&rd, &cp, &ran, e);
+        st = cp.grad ? fz_grad_round(cp.grad, &cp, &ran, e) : fz_round_run(&rd, &cp, &ran, e);
         empty = ran ? 0 : empty + 1;
         if (!st && empty >= 10000)
             st = fl_fail(e, FL_ERR_ARG,

@@ -45,6 +45,7 @@ typedef struct fz_queue {
     int64_t **bucket, *bucket_n, *bucket_cap;
     /* deeptest: ids not fuzzed yet, newest on top */
     int64_t *fresh, n_fresh, cap_fresh;
+    int64_t fifo;        /* fifo: entries before this one have all been fuzzed */
 } fz_queue;
 
 fl_status fz_queue_init(fz_queue *q, fl_fuzz_select sel, double gamma, double p_min, fl_err *e);
@@ -145,7 +146,14 @@ typedef struct fz_campaign {
     double last_stats, last_new;
     FILE *plot;
     fl_fuzz_status st;
+    struct fz_grad *grad;      /* the gradient strategies' state (grad.c), or NULL */
 } fz_campaign;
+
+/* Queue a child of entry pid: pixels px (copied), op appended to the parent's lineage; a
+ * child that used its lineage's affine step brings its new reference new_i0 (and affine_t),
+ * otherwise new_i0 is NULL. Writes its files. */
+fl_status fz_keep(fz_campaign *cp, int64_t pid, const uint8_t *px, const char *op,
+                  const uint8_t *new_i0, const fl_xform *affine_t, fl_err *e);
 
 /* Pixels [rows, n] to model inputs x (allocated [rows, c, h, w] if needed). */
 void fz_to_input(const fz_campaign *cp, const uint8_t *px, int rows, float *x);

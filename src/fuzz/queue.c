@@ -4,7 +4,8 @@
  * newest entries or, one time in six, any entry); deeptest (DeepTest: the newest entry not yet
  * fuzzed, then uniform); prob (DeepHunter's batch prioritisation with NeuraL-Coverage's
  * gamma 5, p_min 0.01: an entry fuzzed B_c times has priority 1 - B_c/gamma while
- * B_c < (1 - p_min) * gamma, else p_min).
+ * B_c < (1 - p_min) * gamma, else p_min); fifo (DLFuzz's list of images to process: the
+ * oldest entry not fuzzed yet, then uniform).
  *
  * prob keeps the entries in buckets by fuzz count. Every entry of a bucket has the same
  * priority, so a pick costs O(buckets) instead of a pass over 10^5 entries.
@@ -138,6 +139,10 @@ int64_t fz_queue_pick(fz_queue *q, fl_rng *r, int only_seeds) {
             id = q->n_fresh ? q->fresh[--q->n_fresh] : (int64_t)fl_rng_below(r, (uint32_t)q->n);
             break;
         case FL_QSEL_PROB: id = pick_prob(q, r); break;
+        case FL_QSEL_FIFO:
+            while (q->fifo < q->n && q->e[q->fifo].fuzzed) q->fifo++;
+            id = q->fifo < q->n ? q->fifo : (int64_t)fl_rng_below(r, (uint32_t)q->n);
+            break;
         default: id = fl_rng_below(r, (uint32_t)q->n); break;
         }
     }

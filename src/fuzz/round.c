@@ -159,22 +159,20 @@ static void mutate_range(void *vctx, int64_t lo, int64_t hi, int tid) {
     (void)tid;
 }
 
-/* The child's entry: pixels, reference, lineage. Takes nothing from rd it does not copy. */
-static fl_status keep(fz_campaign *cp, fz_round *rd, int64_t pid, int slot, fl_err *e) {
+fl_status fz_keep(fz_campaign *cp, int64_t pid, const uint8_t *px, const char *op,
+                  const uint8_t *new_i0, const fl_xform *affine_t, fl_err *e) {
     const fz_entry *p = &cp->q.e[pid];
-    char op[64];
-    fl_xform_str(&rd->op[slot], op, sizeof op);
     fz_entry x = {.src = pid, .root = p->root, .seed_index = p->seed_index, .label = p->label,
                   .affine = p->affine, .affine_t = p->affine_t};
     size_t ol = strlen(p->ops);
     x.px = malloc((size_t)cp->n);
     x.ops = malloc(ol + strlen(op) + 2);
-    if (rd->new_affine[slot]) {
+    if (new_i0) {
         x.affine = 1;
-        x.affine_t = rd->op[slot];
+        x.affine_t = *affine_t;
         x.own_i0 = 1;
         x.i0 = malloc((size_t)cp->n);
-        if (x.i0) memcpy(x.i0, rd->i0 + (int64_t)slot * cp->n, (size_t)cp->n);
+        if (x.i0) memcpy(x.i0, new_i0, (size_t)cp->n);
     } else {
         x.i0 = p->i0;
     }
@@ -184,7 +182,7 @@ static fl_status keep(fz_campaign *cp, fz_round *rd, int64_t pid, int slot, fl_e
         if (x.own_i0) free(x.i0);
         return fl_fail(e, FL_ERR_NOMEM, "out of memory (queue of %lld)", (long long)cp->q.n);
     }
-    memcpy(x.px, rd->px + (int64_t)slot * cp->n, (size_t)cp->n);
+    memcpy(x.px, px, (size_t)cp->n);
     snprintf(x.ops, ol + strlen(op) + 2, "%s%s%s", p->ops, ol ? " " : "", op);
     fl_status st = fz_queue_add(&cp->q, &x, e);
     if (st) {
@@ -193,7 +191,17 @@ static fl_status keep(fz_campaign *cp, fz_round *rd, int64_t pid, int slot, fl_e
         if (x.own_i0) free(x.i0);
         return st;
     }
+    cp->last_new = fl_now();
     return fz_out_entry(cp, cp->q.n - 1, op, e);
+}
+
+/* The child of slot `slot`: its pixels, reference (a new one after its affine step). */
+static fl_status keep(fz_campaign *cp, fz_round *rd, int64_t pid, int slot, fl_err *e) {
+    char op[64];
+    fl_xform_str(&rd->op[slot], op, sizeof op);
+    const int64_t off = (int64_t)slot * cp->n;
+    return fz_keep(cp, pid, rd->px + off, op, rd->new_affine[slot] ? rd->i0 + off : NULL,
+                   &rd->op[slot], e);
 }
 
 /* Forward the B valid mutants, fill verdicts; coverage over the finite ones. *nf = their
@@ -311,10 +319,7 @@ fl_status fz_round_run(fz_round *rd, fz_campaign *cp, int *ran, fl_err *e) {
             take = best > o->tf_threshold;
             if (take && !(st = fz_novelty_add(&cp->nv, me, e))) kept++;
         }
-        if (take && !st) {
-            st = keep(cp, rd, pid, slot, e);
-            cp->last_new = now;
-        }
+        if (take && !st) st = keep(cp, rd, pid, slot, e);
     }
     cp->execs += B;
     return st;

@@ -346,7 +346,11 @@ fl_status fl_fuzz_run(const fl_fuzz_opts *o, fl_fuzz_result *r, fl_err *e) {
         int ran = 0;
         st = cp.grad ? fz_grad_round(cp.grad, &cp, &ran, e) : fz_round_run(&rd, &cp, &ran, e);
         empty = ran ? 0 : empty + 1;
-        if (!st && empty >= 10000)
+        if (!st && empty >= 10000 && cp.grad)
+            st = fl_fail(e, FL_ERR_ARG,
+                         "10000 rounds in a row stepped nothing: the models disagree on every "
+                         "seed picked (deepxplore starts from seeds they agree on)");
+        else if (!st && empty >= 10000)
             st = fl_fail(e, FL_ERR_ARG,
                          "10000 picks in a row gave no valid mutant: the validity constraint "
                          "(alpha %g, beta %g) admits nothing",

@@ -148,6 +148,39 @@ static fl_status sa_init(fz_grad *g, fz_campaign *cp, fl_err *e) {
     return FL_OK;
 }
 
+/* deepxplore starts from seeds all its models agree on: there must be one. */
+static fl_status check_agreement(fz_grad *g, fz_campaign *cp, fl_err *e) {
+    const int64_t n = cp->n, N = cp->q.n_seeds;
+    int64_t agree = 0;
+    fl_status st = FL_OK;
+    for (int64_t s0 = 0; !st && s0 < N; s0 += g->B) {
+        int B = (int)(N - s0 < g->B ? N - s0 : g->B);
+        for (int i = 0; i < B; i++) fz_to_input(cp, cp->q.e[s0 + i].px, 1, g->x.data + i * n);
+        int64_t shape[4] = {B, cp->c, cp->h, cp->w};
+        fl_tensor_set_shape(&g->x, 4, shape);
+        int32_t first[FZ_MAX_SEEDS * 64];
+        uint8_t same[FZ_MAX_SEEDS * 64];
+        memset(same, 1, sizeof same);
+        for (int mi = 0; !st && mi < g->n_models; mi++) {
+            if ((st = fl_model_forward(g->tab[mi].m, &g->x, e))) break;
+            const fl_tensor *y = fl_model_output(g->tab[mi].m, 0);
+            for (int i = 0; i < B; i++) {
+                int32_t p = fz_argmax(y->data + (int64_t)i * y->shape[1], (int)y->shape[1], NULL);
+                if (mi == 0) first[i] = p;
+                else same[i] &= p == first[i];
+            }
+        }
+        for (int i = 0; i < B; i++) agree += same[i];
+    }
+    if (!st && !agree)
+        st = fl_fail(e, FL_ERR_ARG,
+                     "--strategy deepxplore: the models disagree on all %lld seeds already; it "
+                     "starts from seeds they agree on (those disagreements are findings of "
+                     "`--strategy random --model2`)",
+                     (long long)N);
+    return st;
+}
+
 fl_status fz_grad_init(fz_grad *g, fz_campaign *cp, fl_err *e) {
     const fl_fuzz_opts *o = cp->o;
     const fl_fuzz_strategy s = o->strategy;
@@ -197,6 +230,10 @@ fl_status fz_grad_init(fz_grad *g, fz_campaign *cp, fl_err *e) {
         g->lane[i].px = malloc(n);
         if (!g->lane[i].x || !g->lane[i].px) return fl_fail(e, FL_ERR_NOMEM, "out of memory");
     }
+    if (g->B > FZ_MAX_SEEDS * 64)
+        return fl_fail(e, FL_ERR_ARG, "-k %d: the gradient strategies step at most %d lanes", g->B,
+                       FZ_MAX_SEEDS * 64);
+    if (s == FL_FUZZ_DEEPXPLORE) return check_agreement(g, cp, e);
     if (s == FL_FUZZ_DEEPSA) return sa_init(g, cp, e);
     return FL_OK;
 }
@@ -352,9 +389,11 @@ static fl_status judge(fz_grad *g, fz_campaign *cp, fz_lane *l, int i, int64_t g
         if (g->pred[mi][i] != v->pred) v->pred2 = g->pred[mi][i];
     if (nm > 1 && v->pred2 < 0) v->pred2 = g->pred[1][i];
     int failed = 1;
+    const int differ = nm > 1 && v->pred2 != v->pred;
     if (v->pred < 0) v->oracle = FZ_OR_NONFINITE;
+    else if (s == FL_FUZZ_DEEPXPLORE && differ) v->oracle = FZ_OR_DISAGREE; /* what it looks for */
     else if (v->pred != v->label) v->oracle = FZ_OR_MISCLASS;
-    else if (nm > 1 && v->pred2 != v->pred) v->oracle = FZ_OR_DISAGREE;
+    else if (differ) v->oracle = FZ_OR_DISAGREE;
     else failed = 0;
     char op[48];
     snprintf(op, sizeof op, "%s:%d", fl_fuzz_strategy_name(s), l->it);
@@ -457,7 +496,6 @@ fl_status fz_grad_round(fz_grad *g, fz_campaign *cp, int *ran, fl_err *e) {
     if (st) return st;
     int64_t gain[64 * FZ_MAX_SEEDS];
     uint8_t active[64 * FZ_MAX_SEEDS];
-    if (B > 64 * FZ_MAX_SEEDS) return fl_fail(e, FL_ERR_ARG, "-k %d: at most %d lanes", B, 64 * FZ_MAX_SEEDS);
     if ((st = gains(g, cp, B, gain, e))) return st;
     if (cp->o->strategy == FL_FUZZ_DLFUZZ) { /* DLFuzz's table counts every image it ran */
         if ((st = fz_ntab_scaled(&g->tab[0], B, e))) return st;
@@ -466,7 +504,7 @@ fl_status fz_grad_round(fz_grad *g, fz_campaign *cp, int *ran, fl_err *e) {
     if (cp->o->strategy == FL_FUZZ_DEEPXPLORE)
         for (int mi = 0; mi < g->n_models && !st; mi++) st = fz_ntab_scaled(&g->tab[mi], B, e);
     if (!st && cp->o->strategy == FL_FUZZ_DEEPSA) st = surprise(g, cp, B, e);
-    int evaluated = 0;
+    int evaluated = 0, started = 0;
     for (int i = 0; !st && i < B; i++) {
         fz_lane *l = &g->lane[g->rows[i]];
         active[i] = 1;
@@ -480,6 +518,7 @@ fl_status fz_grad_round(fz_grad *g, fz_campaign *cp, int *ran, fl_err *e) {
                 continue;
             }
             init_lane(g, cp, l, i);
+            started++;
             continue;
         }
         int go_on;
@@ -490,16 +529,11 @@ fl_status fz_grad_round(fz_grad *g, fz_campaign *cp, int *ran, fl_err *e) {
             l->entry = -1;
         }
     }
-    *ran = 1;
+    *ran = evaluated + started > 0;
     if (st) return st;
-    (void)evaluated;
     int any = 0;
     for (int i = 0; i < B; i++) any |= active[i];
     if (!any) return FL_OK;
-    if (cp->o->strategy == FL_FUZZ_DEEPXPLORE && g->n_models > 1) {
-        /* the other models' passes were overwritten by nothing, but model 0's values must be of
-         * this batch: forward() ran the models in order and none ran since */
-    }
     if ((st = backward(g, cp, B, active, e))) return st;
     for (int i = 0; i < B; i++) {
         if (!active[i]) continue;

@@ -309,12 +309,12 @@ static void test_sa_chain(void **state) {
     int32_t *pred;
     int64_t dim;
     assert_int_equal(fl_sa_traces(f->m, hidden, train, 64, &tr, &pred, &dim, &e), FL_OK);
-    for (int kind = 0; kind < 2; kind++) {
+    for (int kind = 0; kind < 3; kind++) { /* DSA, LSA, MDSA */
         fl_sa_opts so;
-        fl_sa_opts_init(&so, kind ? FL_SA_LSA : FL_SA_DSA);
+        fl_sa_opts_init(&so, kind == 0 ? FL_SA_DSA : kind == 1 ? FL_SA_LSA : FL_SA_MDSA);
         so.var_threshold = 0;
         fl_sa *sa;
-        if (kind) { /* LSA needs more traces than neurons: jitter copies of the 90 */
+        if (kind) { /* LSA, MDSA need more traces than neurons: jitter copies of the 90 */
             int64_t n = 90 * 40;
             float *big = malloc(sizeof(float) * (size_t)(n * dim));
             int32_t *bp = malloc(sizeof(int32_t) * (size_t)n);

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flare/mutate.h"
+#include "flare/agents/mutate.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flare/agents.h"
-#include "flare/target.h"
+#include "flare/agents/protocol.h"
+#include "flare/agents/target.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -8,7 +8,7 @@
 
 #include "flare/agents/campaign.h"
 
-/* ---- a growable list of paths (campaign_seeds.c): seed files, saved cases ----------------------- */
+/* ---- a growable list of paths (paths.c): seed files, saved cases -------------------------------- */
 typedef struct camp_paths {
     char **v;
     int n, cap;
@@ -22,7 +22,7 @@ void camp_paths_sort(camp_paths *l);              /* strcmp order */
 fl_status camp_paths_list(const char *dir, camp_paths *l, int levels,
                           int (*keep)(const char *name, int is_dir), fl_err *e);
 
-/* ---- a growing string (report.c): fuzzer_stats, the reports ---------------------------------- */
+/* ---- a growing string (strbuf.c): fuzzer_stats, the reports --------------------------------- */
 typedef struct rp_buf {
     char *p;      /* may start NULL */
     size_t len, cap;

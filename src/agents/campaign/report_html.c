@@ -5,6 +5,20 @@
 
 #include "agents/campaign/report_int.h"
 
+/* s escaped for HTML text and attributes. */
+static void rp_html(rp_buf *b, const char *s) {
+    for (; s && *s; s++) {
+        switch (*s) {
+        case '<': rp_printf(b, "&lt;"); break;
+        case '>': rp_printf(b, "&gt;"); break;
+        case '&': rp_printf(b, "&amp;"); break;
+        case '"': rp_printf(b, "&quot;"); break;
+        case '\'': rp_printf(b, "&#39;"); break;
+        default: rp_printf(b, "%c", *s);
+        }
+    }
+}
+
 /* A "nice" axis maximum: 1, 2, 2.5 or 5 times a power of ten, at least v. */
 static double nice_max(double v) {
     if (!(v > 0)) return 1;

@@ -1,5 +1,5 @@
-/* report_int.h — what report.c reads from an output folder, for the two writers (Markdown in
- * report.c, HTML with SVG plots in report_html.c). */
+/* report_int.h — what report_data.c reads from an output folder, for the two writers (Markdown
+ * in report.c, HTML with SVG plots in report_html.c). */
 #ifndef FLARE_REPORT_INT_H
 #define FLARE_REPORT_INT_H
 
@@ -24,12 +24,18 @@ typedef struct rp_data {
     rp_finding *find;
 } rp_data;
 
-void rp_html(rp_buf *b, const char *s); /* s escaped for HTML text and attributes */
 const char *rp_stat(const rp_data *d, const char *key); /* "" when missing */
 /* The summary table both reports open with: {label, fuzzer_stats key} */
 enum { RP_SUMMARY_ROWS = 17 };
 extern const char *const rp_summary[RP_SUMMARY_ROWS][2];
 
+/* Reading the folder (report_data.c): fuzzer_stats, plot_data and the findings (failures/,
+ * hangs/, sorted by the exec that found them); nothing missing is an error. */
+void rp_read(rp_data *d);
+void rp_read_findings(rp_data *d); /* the findings only */
+void rp_free(rp_data *d);
+
+/* The HTML report (report_html.c) into b. */
 fl_status rp_write_html(const rp_data *d, rp_buf *b);
 
 #endif

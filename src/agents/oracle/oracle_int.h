@@ -1,4 +1,4 @@
-/* Internal to the oracles (oracle.c, oracle_loop.c): the state of one check. */
+/* Internal to the oracles (oracle.c, oracle_loop.c, findings.c): the state of one check. */
 #ifndef FLARE_ORACLE_INT_H
 #define FLARE_ORACLE_INT_H
 
@@ -14,7 +14,7 @@ typedef struct ora {
     size_t input_bytes; /* the case's user turns, for messages */
 } ora;
 
-/* Append a finding unless its signature is already among this case's findings. */
+/* Append a finding unless its signature is already among this case's findings (findings.c). */
 void ora_add(ora *x, fl_finding_kind kind, const char *mast, int event, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
 /* s shortened to fit buf (control characters as spaces, "..." when cut). */

@@ -113,7 +113,7 @@ typedef struct mt_env {
 typedef int (*mt_text_fn)(mt_env *env, const char *s, size_t n, mt_buf *o);
 typedef int (*mt_case_fn)(mt_env *env);
 
-/* Case helpers: take ownership of s (malloc'd), -1 on allocation failure. */
+/* Case helpers (mutate_case.c): take ownership of s (malloc'd), -1 on allocation failure. */
 int mt_case_set_turn(fl_case *c, int i, char *s);
 int mt_case_insert_turn(fl_case *c, int at, char *s);
 void mt_case_remove_turn(fl_case *c, int at);

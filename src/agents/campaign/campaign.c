@@ -1,4 +1,11 @@
-/* The campaign loop: pick (queue.c), mutate (mutate.h), run (target.h), judge (agcov.h,
+/* Module agents/campaign — the fuzzing campaign and the commands around it, on top of every
+ * other agents module: the loop (this file, campaign_run.c, campaign_seeds.c, campaign_llm.c,
+ * campaign_otlp.c), the queue and its power schedules (queue.c), the output folder (outdir.c,
+ * paths.c, strbuf.c), saved cases (campaign_saved.c), the reports (report.c, report_data.c,
+ * report_html.c), replay (replay.c) and minimisation (minimize.c). API:
+ * include/flare/agents/campaign.h; docs/agents-campaign.md.
+ *
+ * The campaign loop: pick (queue.c), mutate (mutate.h), run (target.h), judge (agcov.h,
  * oracle.h), keep or save (outdir.c). docs/agents-campaign.md describes it for users.
  *
  * Threads. Each of the -j workers owns a target process, a trace and two random streams (one

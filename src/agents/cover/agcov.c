@@ -1,4 +1,9 @@
-/* Behavioural coverage: feature extraction from a trace, AFL-style map with a virgin map, spec
+/* Module agents/cover — behavioural coverage of a trace: the features and the AFL-style map
+ * (this file), the trace views and hashes coverage shares with the oracles (agcov_trace.c),
+ * and the built-in output embedding and clustering behind the cluster feature (embed.c).
+ * Depends on protocol. API: include/flare/agents/agcov.h; docs/agents-coverage.md.
+ *
+ * Behavioural coverage: feature extraction from a trace, AFL-style map with a virgin map, spec
  * coverage bookkeeping, reports. See include/flare/agents/agcov.h and docs/agents-coverage.md.
  *
  * A check walks the trace once and emits "raw" features (a map index, a family, a count);

@@ -1,4 +1,10 @@
-/* The OpenAI-compatible client (llm.h): request bodies, the on-disk cache, the budget, and
+/* Module agents/llm — the optional LLM in the loop: this file is the OpenAI-compatible client
+ * (chat and embeddings, cache, budget, retries), llm_gen.c the generator of new cases aimed at
+ * uncovered behaviour, llm_judge.c the judge of traces the rule oracles passed. Depends on
+ * protocol, cover (what is not covered yet) and oracle (finding signatures). API:
+ * include/flare/agents/llm.h; docs/agents-llm.md.
+ *
+ * The OpenAI-compatible client (llm.h): request bodies, the on-disk cache, the budget, and
  * libcurl with retries.
  *
  * Why the cache key is the request body: the body holds exactly what decides the reply

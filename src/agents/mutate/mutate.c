@@ -1,4 +1,10 @@
-/* The mutator context, the operator table, and the two ways to apply operators: one named
+/* Module agents/mutate — turning one case into another: the operator table and havoc (this
+ * file), text operators (mutate_text.c, mutate_phrase.c, mutate_json.c), case operators
+ * (mutate_turns.c, over mutate_case.c), their phrases (mutate_data.c), UTF-8 handling
+ * (mutate_utf8.c), synonym lexicons (lexicon*.c) and AFL dictionaries (dict.c). Depends on
+ * protocol. API: include/flare/agents/mutate.h; docs/agents-mutators.md.
+ *
+ * The mutator context, the operator table, and the two ways to apply operators: one named
  * operator, or an AFL-style havoc stack of random ones.
  *
  * Operators come in two shapes (mutate_int.h): text operators rewrite one turn, and the

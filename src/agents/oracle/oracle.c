@@ -1,6 +1,7 @@
-/* Rule oracles over one trace. Definitions, options, MAST tags and their reasons:
- * docs/agents-oracles.md. The loop detector is in oracle_loop.c; the findings list both append
- * to (kinds, signatures, ora_add) is in findings.c.
+/* Module agents/oracle — what counts as a failure in one trace: the rule oracles (this file),
+ * the loop detector (oracle_loop.c) and the findings list both append to (findings.c).
+ * Depends on protocol and cover (trace views, hashes). API: include/flare/agents/oracle.h;
+ * definitions, options, MAST tags and their reasons: docs/agents-oracles.md.
  *
  * Signatures hash a key made only of the kind and the names involved (agents, edge, tool,
  * pattern name), so that a fuzzer that reaches the same defect through a thousand inputs

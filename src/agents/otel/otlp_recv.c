@@ -1,4 +1,10 @@
-/* The OTLP/HTTP receiver (an fl_httpd handler feeding the span store) and the per-case span
+/* Module agents/otel — OpenTelemetry spans as a second source of a case's events: otlp.c parses
+ * OTLP/JSON, otlp_map.c turns spans into fl_events, otlp_store.c keeps spans by trace id (and
+ * polls --otlp-file), httpd.c is the small HTTP server, and this file is the receiver and the
+ * per-case span source the campaign uses. Depends on protocol and target. API:
+ * include/flare/agents/otlp.h, otlp_recv.h, httpd.h; docs/agents-otel.md.
+ *
+ * The OTLP/HTTP receiver (an fl_httpd handler feeding the span store) and the per-case span
  * source of otlp_recv.h: wait for a case's spans after it ended, map them, merge them.
  *
  * When are a case's spans all there? flare cannot know: exporters batch, and the system may

@@ -1,4 +1,10 @@
-/* Traces: the event lines of one case, parsed into fl_event records.
+/* Module agents/protocol — what flare and the system under test say to each other, and the
+ * spec that says what the system is: a case (case.c: the request, its JSON, its W3C trace
+ * context), a trace (this file: the event lines parsed into fl_events) and the agent spec
+ * (spec.c). Every other agents module speaks these types; this one depends only on core.
+ * API: include/flare/agents/protocol.h, spec.h; wire format: docs/agents-protocol.md.
+ *
+ * Traces: the event lines of one case, parsed into fl_event records.
  *
  * The parser is the protocol's referee. Each line is one JSON object with a string "event";
  * known events must carry their required fields with the right types, unknown events and

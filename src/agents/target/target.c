@@ -1,4 +1,9 @@
-/* The target runner: one child process speaking JSON lines, driven one case at a time.
+/* Module agents/target — running the system under test on one case: a child process speaking
+ * JSON lines (this file) or an HTTP endpoint (http_target.c, chosen through
+ * fl_target_opts.http), both filling a trace. Depends on protocol. API:
+ * include/flare/agents/target.h, http_target.h; docs/agents-protocol.md, agents-http.md.
+ *
+ * The target runner: one child process speaking JSON lines, driven one case at a time.
  *
  * A case is one poll() loop over up to three pipes — the request still to be written to the
  * child's stdin, its stdout (events), its stderr (to the log) — with the case's deadline as

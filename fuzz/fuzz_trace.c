@@ -5,7 +5,7 @@
  * crash, an out-of-bounds read or a leak.
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude fuzz/fuzz_trace.c \
- *       src/agents/case.c src/agents/trace.c src/core/<all>.c -lcjson -lm
+ *       src/agents/protocol/case.c src/agents/protocol/trace.c src/core/<all>.c -lcjson -lm
  */
 #include <cjson/cJSON.h>
 #include <stdlib.h>

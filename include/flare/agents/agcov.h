@@ -155,7 +155,7 @@ uint64_t fl_aghash_str(uint64_t h, const char *s);
 uint64_t fl_aghash_u64(uint64_t h, uint64_t v);
 uint64_t fl_aghash_final(uint64_t h); /* avalanche (splitmix64 finaliser) */
 
-/* ---- output embedding and clustering (src/agents/embed.c) -------------------------------
+/* ---- output embedding and clustering (src/agents/cover/embed.c) -------------------------
  * The text is decoded as UTF-8 (each invalid byte becomes U+FFFD), ASCII letters are
  * lower-cased, runs of white space become one space, runs of digits become one "0", and the
  * result is padded with a space at both ends. Every n-gram of code points is hashed to one of

@@ -193,17 +193,18 @@ def check_calls(build):
         sys.exit("modgraph: no objects under %s/obj/src (build first)" % build)
     defs, uses = {}, collections.defaultdict(set)
     prefix = os.path.join(build, "obj") + os.sep
-    for o in objs:
-        src = o[len(prefix):-2] + ".c"
-        if not os.path.isfile(os.path.join(ROOT, src)):
-            continue  # an object left behind by a file that moved
-        out = subprocess.run(["nm", o], capture_output=True, text=True, check=True).stdout
-        for line in out.splitlines():
-            p = line.split()
-            if len(p) == 3 and p[1] in "TDBRCGSV":
-                defs[p[2]] = src
-            elif len(p) == 2 and p[0] == "U":
-                uses[src].add(p[1])
+    # objects left behind by files that moved are skipped; one nm call for all (-A: each
+    # line starts with "OBJECT:")
+    objs = [o for o in objs if os.path.isfile(os.path.join(ROOT, o[len(prefix):-2] + ".c"))]
+    out = subprocess.run(["nm", "-A"] + objs, capture_output=True, text=True, check=True).stdout
+    for line in out.splitlines():
+        obj, _, rest = line.partition(".o:")
+        src = obj[len(prefix):] + ".c"
+        p = rest.split()
+        if len(p) == 3 and p[1] in "TDBRCGSV":
+            defs[p[2]] = src
+        elif len(p) == 2 and p[0] == "U":
+            uses[src].add(p[1])
     calls = collections.defaultdict(lambda: collections.defaultdict(set))
     for f, syms in uses.items():
         for s in syms:

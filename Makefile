@@ -6,8 +6,8 @@
 #   make demo       train LeNet-5 on Fashion-MNIST briefly, evaluate, show the layer table
 #   make bench      benchmarks, printed as ratios against named baselines
 #
-# Sources are found by wildcard: a new src/<module>/*.c, tests/test_*.c or bench/*.c needs no
-# edit here.
+# Sources are found by wildcard: a new src/<module>/*.c, src/agents/<module>/*.c, tests/test_*.c
+# or bench/*.c needs no edit here.
 
 CC      ?= gcc
 Q       ?= @
@@ -33,7 +33,7 @@ PROTO   := /usr/include/onnx/onnx.proto
 GEN_C   := $(BUILD)/gen/onnx/onnx.pb-c.c
 GEN_H   := $(BUILD)/gen/onnx/onnx.pb-c.h
 
-LIB_SRC := $(filter-out src/cli/%,$(wildcard src/*/*.c))
+LIB_SRC := $(filter-out src/cli/%,$(wildcard src/*/*.c src/agents/*/*.c))
 CLI_SRC := $(wildcard src/cli/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/onnx.pb-c.o
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flare/campaign.h"
-#include "flare/oracle.h"
+#include "flare/agents/campaign.h"
+#include "flare/agents/oracle.h"
 
 /* The six defects of examples/agents/taskforce.h, as the oracles name them. */
 static const fl_finding_kind planted[] = {FL_FIND_LOOP, FL_FIND_SPEC, FL_FIND_TOOL_ERROR,

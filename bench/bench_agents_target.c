@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "flare/target.h"
+#include "flare/agents/target.h"
 
 static fl_err err;
 

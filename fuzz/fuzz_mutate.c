@@ -10,12 +10,12 @@
  * leaves the context as it was.
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -Isrc fuzz/fuzz_mutate.c \
- *       src/agents/... src/core/... -lcjson
+ *       src/agents/protocol/... src/agents/mutate/... src/core/... -lcjson
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "flare/mutate.h"
+#include "flare/agents/mutate.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flare/otlp.h"
-#include "flare/target.h"
+#include "flare/agents/otlp.h"
+#include "flare/agents/target.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

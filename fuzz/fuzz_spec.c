@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flare/spec.h"
+#include "flare/agents/spec.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -5,14 +5,14 @@
  * crash, an out-of-bounds read or a leak.
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude fuzz/fuzz_trace.c \
- *       src/agents/case.c src/agents/trace.c src/core/<all>.c -lcjson -lm
+ *       src/agents/protocol/case.c src/agents/protocol/trace.c src/core/<all>.c -lcjson -lm
  */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "flare/agents.h"
-#include "flare/target.h"
+#include "flare/agents/protocol.h"
+#include "flare/agents/target.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -17,8 +17,8 @@ echo "  FUZZ    compiling the library with clang"
 objs=""
 # an object is stale when its source or any header is newer (a struct that grew in a header
 # and old objects that still use its old layout read garbage)
-newest_h=$(ls -t include/flare/*.h src/*/*.h | head -n 1)
-for f in $(ls src/*/*.c | grep -v '^src/cli/') "$gen/onnx/onnx.pb-c.c"; do
+newest_h=$(ls -t include/flare/*.h include/flare/agents/*.h src/*/*.h src/agents/*/*.h | head -n 1)
+for f in $(ls src/*/*.c src/agents/*/*.c | grep -v '^src/cli/') "$gen/onnx/onnx.pb-c.c"; do
   o="$out/obj/$(echo "$f" | tr / _).o"
   if [ ! -f "$o" ] || [ "$f" -nt "$o" ] || [ "$newest_h" -nt "$o" ]; then
     clang $cflags $san -c "$f" -o "$o" &

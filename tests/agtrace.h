@@ -10,7 +10,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "flare/agents.h"
+#include "flare/agents/protocol.h"
 
 /* Next space-separated word of *p into w (cap 128); returns w. */
 static inline const char *tr_word(const char **p, char *w) {

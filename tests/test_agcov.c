@@ -3,8 +3,8 @@
 #include "testutil.h"
 
 #include "agtrace.h"
-#include "flare/agcov.h"
-#include "flare/target.h"
+#include "flare/agents/agcov.h"
+#include "flare/agents/target.h"
 
 static fl_agcov *cov_new(const fl_spec *s, unsigned families) {
     fl_agcov_opts o;

@@ -4,8 +4,8 @@
 
 #include "testutil.h"
 
-#include "flare/agents.h"
-#include "flare/target.h"
+#include "flare/agents/protocol.h"
+#include "flare/agents/target.h"
 
 /* Feed a NUL-terminated line; returns *done. */
 static int feed(fl_trace *t, const char *line, double ms) {

@@ -10,8 +10,8 @@
 
 #include "testutil.h"
 
-#include "agents/report_int.h"
-#include "flare/campaign.h"
+#include "agents/campaign/report_int.h"
+#include "flare/agents/campaign.h"
 
 static char tmp[64], tgt[128], seeds[128], spec[128], dict[128];
 

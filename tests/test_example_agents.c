@@ -24,9 +24,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "flare/agents.h"
-#include "flare/oracle.h"
-#include "flare/spec.h"
+#include "flare/agents/protocol.h"
+#include "flare/agents/oracle.h"
+#include "flare/agents/spec.h"
 
 #define SRC_DIR "examples/agents"
 

@@ -1,4 +1,4 @@
-/* HTTP targets (include/flare/http_target.h): against a scripted HTTP server on a thread of
+/* HTTP targets (include/flare/agents/http_target.h): against a scripted HTTP server on a thread of
  * this test (one response per path), then a short campaign against the example server
  * (examples/agents-http wrapping examples/agents' taskforce) through the CLI. */
 #include <arpa/inet.h>
@@ -15,8 +15,8 @@
 #include <unistd.h>
 
 #include "testutil.h"
-#include "flare/http_target.h"
-#include "flare/target.h"
+#include "flare/agents/http_target.h"
+#include "flare/agents/target.h"
 
 /* ---- the scripted server -------------------------------------------------------------------- */
 static int g_port, g_listen = -1, g_requests;

@@ -12,7 +12,7 @@
 
 #include "testutil.h"
 
-#include "flare/httpd.h"
+#include "flare/agents/httpd.h"
 
 /* /echo answers {"method","path","ctype","len","body"}; anything else is a 404. */
 static void echo(const fl_http_req *rq, fl_http_resp *rs, void *user) {

@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include "testutil.h"
-#include "flare/campaign.h"
-#include "flare/llm.h"
+#include "flare/agents/campaign.h"
+#include "flare/agents/llm.h"
 #include "llm_stub.c"
 
 #define KEY "sk-test-NEVER-ON-DISK-4242"

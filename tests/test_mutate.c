@@ -9,8 +9,8 @@
 #include <cjson/cJSON.h>
 #include <unistd.h>
 
-#include "agents/mutate_int.h"
-#include "flare/mutate.h"
+#include "agents/mutate/mutate_int.h"
+#include "flare/agents/mutate.h"
 
 static fl_mutator_ctx *ctx_new(size_t max_len, int max_turns) {
     fl_mutate_opts o;

@@ -5,7 +5,7 @@
 #include <signal.h>
 
 #include "agtrace.h"
-#include "flare/oracle.h"
+#include "flare/agents/oracle.h"
 
 static fl_oracle_opts opts(void) {
     fl_oracle_opts o;

@@ -16,12 +16,12 @@
 #include <dirent.h>
 #include <unistd.h>
 
-#include "flare/agcov.h"
-#include "flare/agents.h"
-#include "flare/oracle.h"
-#include "flare/otlp_recv.h"
-#include "flare/spec.h"
-#include "flare/target.h"
+#include "flare/agents/agcov.h"
+#include "flare/agents/protocol.h"
+#include "flare/agents/oracle.h"
+#include "flare/agents/otlp_recv.h"
+#include "flare/agents/spec.h"
+#include "flare/agents/target.h"
 
 #define EX_DIR "examples/agents-otel"
 

@@ -9,8 +9,8 @@
 #include <pthread.h>
 #include <unistd.h>
 
-#include "flare/otlp.h"
-#include "flare/target.h"
+#include "flare/agents/otlp.h"
+#include "flare/agents/target.h"
 
 #define FIX "tests/fixtures/otlp/"
 #define TWIN_ID "5b8efff798038103d269b633813fc60c"

@@ -12,9 +12,9 @@
 
 #include "testutil.h"
 
-#include "flare/otlp.h"
-#include "flare/otlp_recv.h"
-#include "flare/target.h"
+#include "flare/agents/otlp.h"
+#include "flare/agents/otlp_recv.h"
+#include "flare/agents/target.h"
 
 static char tmp[64], tgt[128];
 

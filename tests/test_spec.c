@@ -4,7 +4,7 @@
 
 #include <unistd.h>
 
-#include "flare/spec.h"
+#include "flare/agents/spec.h"
 
 static const char *full_spec =
     "{\"_comment\": \"task decomposition\", \"description\": \"demo\",\n"

@@ -12,8 +12,8 @@
 
 #include "testutil.h"
 
-#include "flare/agents.h"
-#include "flare/target.h"
+#include "flare/agents/protocol.h"
+#include "flare/agents/target.h"
 
 static char tmp[64];       /* temporary directory */
 static char tgt[128];      /* the compiled test target */

@@ -14,8 +14,8 @@
 
 #include "cli/cli.h"
 #include "cli/progress.h"
-#include "flare/campaign.h"
-#include "flare/http_target.h"
+#include "flare/agents/campaign.h"
+#include "flare/agents/http_target.h"
 
 static volatile sig_atomic_t stop_flag;
 

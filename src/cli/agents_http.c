@@ -1,9 +1,9 @@
 /* The target flags shared by the agents commands: --target URL and its companions (the HTTP
- * target options of include/flare/http_target.h, or NULL when the target is a command), and
+ * target options of include/flare/agents/http_target.h, or NULL when the target is a command), and
  * the whole "how to run the target" of replay and min (fl_target_setup, campaign.h). */
 #include "cli/cli.h"
-#include "flare/campaign.h"
-#include "flare/http_target.h"
+#include "flare/agents/campaign.h"
+#include "flare/agents/http_target.h"
 
 const fl_http_opts *cli_http_target(const cli_opts *o, fl_http_opts *h) {
     if (!o->set[F_target]) return NULL;

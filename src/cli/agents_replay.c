@@ -3,8 +3,8 @@
 #include <stdio.h>
 
 #include "cli/cli.h"
-#include "flare/campaign.h"
-#include "flare/http_target.h"
+#include "flare/agents/campaign.h"
+#include "flare/agents/http_target.h"
 
 int cmd_agents_replay(const cli_opts *o) {
     fl_err e = {0};

@@ -8,9 +8,9 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "flare/http_target.h"
-#include "flare/otlp_recv.h"
-#include "flare/target.h"
+#include "flare/agents/http_target.h"
+#include "flare/agents/otlp_recv.h"
+#include "flare/agents/target.h"
 
 /* s as a double-quoted, escaped string of at most `max` bytes of content. */
 static void quoted(const char *s, size_t max) {

@@ -7,7 +7,7 @@
 #include "flare/cover.h"
 
 /* FL_ERR_NAN naming input, layer and neuron when v[n, total] holds a NaN or Inf; `what` starts
- * the message ("neuron value"). */
+ * the message ("neuron value"). In finite.c. */
 fl_status fl_cover__check_finite(const float *v, int n, int64_t total, char *const *names,
                                  const int64_t *offset, int n_layers, const char *what,
                                  fl_err *e);

@@ -2,7 +2,7 @@
  *
  * Every format loader ends the same way: it has n images of c x h x w 8-bit (or float)
  * pixels and maybe labels, and wants an fl_dataset: 8-bit pixels kept as they are (x8, with
- * the scale's lookup tables), floats scaled in place (x). dataset.c owns the dataset object
+ * the scale's lookup tables), floats scaled in place (x). object.c owns the dataset object
  * and scale.c the scaling rules, so each lives in one place.
  */
 #ifndef FLARE_DATA_INT_H

@@ -1,5 +1,6 @@
 /* Internal to the convolution and pooling families (op_conv.c, op_convt.c, op_pool.c):
- * the 2-D window attributes they share, and convolution lowered to GEMM. */
+ * the 2-D window attributes they share (window.c), convolution lowered to GEMM
+ * (conv_lower.c), the small direct convolution (conv_small.c) and the bias (bias.c). */
 #ifndef FLARE_NN_OP_CONV_H
 #define FLARE_NN_OP_CONV_H
 
@@ -96,6 +97,11 @@ void fl_lowered_adjoint(fl_lowered *L, const float *W, const float *Z, float *I,
  * since the last fl_lowered_forward on it, so the columns it left behind may be reused. */
 void fl_lowered_grad_w(fl_lowered *L, float *dW, float *dB, const float *Z, const float *I,
                        int trust_cache);
+/* The threads' dw (+ db) shares in L->buf: cleared before a gradient pass (a thread that gets
+ * no work must add zeros), then added into dW (and dB) in thread order, so the result depends
+ * only on the thread count. Conv's small direct path uses them too. */
+void fl_lowered_shares_clear(fl_lowered *L, size_t size);
+void fl_lowered_shares_add(const fl_lowered *L, size_t size, float *dW, float *dB);
 
 /* ---- small direct convolution (conv_small.c) ------------------------------------------------
  * For few input taps per output (C*kh*kw <= FL_CONV_SMALL_TAPS), stride 1, no padding, no

@@ -16,7 +16,7 @@ static inline int fl__predict(const float *x, int C) {
 
 /* Check that model m (one input) can be fed d's images, that d is labelled, and that every
  * label is a valid class for a model with C outputs (C == 1: labels 0/1). `what` names the
- * dataset's role in messages ("training set"). */
+ * dataset's role in messages ("training set"). In labels.c, with fl__logits. */
 fl_status fl__check_labels(const fl_dataset *d, int C, const char *what, fl_err *e);
 /* The logits of the last forward pass, checked to be [nb, C]; C is set on the first call
  * (*C == 0). NULL with e filled on mismatch. */

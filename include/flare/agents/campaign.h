@@ -1,0 +1,210 @@
+/* campaign.h — the fuzzing campaign of `flare agents`: the loop that drives an agent system
+ * with mutated user instructions, keeps the ones that made it do something new, and saves
+ * every distinct failure; and the two tools around it, replay and minimisation.
+ *
+ *     fl_campaign_opts o;
+ *     fl_campaign_opts_default(&o);
+ *     o.in_dir = "seeds"; o.out_dir = "out"; o.argv = target_argv; o.max_execs = 10000;
+ *     fl_campaign_result r;
+ *     if (fl_campaign_run(&o, &r, &e) != FL_OK) ...;   // out/ now holds queue/, failures/,
+ *                                                      // hangs/, fuzzer_stats, plot_data,
+ *                                                      // report.md, report.html
+ *
+ * One round of the loop (docs/agents-campaign.md has the details and the reasons):
+ *
+ *     pick a queue entry (power schedule) ─► mutate it `energy` times ─► run each child
+ *        ▲                                                                 │
+ *        └── queue/id:000123,src:000045,op:synonym,+cov ◄── new coverage? ─┤
+ *                          failures/<kind>/<signature>.json ◄── finding? ──┘
+ *
+ * The output folder follows AFL++ (queue file names, fuzzer_stats as "key : value" lines,
+ * plot_data as CSV), so tools and habits carry over. Everything found is written the moment it
+ * is found, atomically (temporary file + rename): a campaign killed with SIGKILL loses nothing
+ * but the last few seconds of statistics, and `in_dir = "-"` resumes it.
+ *
+ * With jobs = 1 a campaign is a function of its seed and the target's behaviour: the same -s
+ * gives the same queue names. With jobs > 1 the N target processes finish in whatever order
+ * the machine decides, so runs are not repeatable (AFL++ parallel instances are not either).
+ */
+#ifndef FLARE_AGENTS_CAMPAIGN_H
+#define FLARE_AGENTS_CAMPAIGN_H
+
+#include <signal.h>
+#include <stdio.h>
+
+#include "flare/agents/protocol.h"
+#include "flare/agents/otlp_recv.h"
+
+/* ---- power schedules ---------------------------------------------------------------------- */
+typedef enum fl_schedule {
+    FL_SCHED_EXPLORE = 0, /* default: favour new, rarely fuzzed entries that added much coverage */
+    FL_SCHED_EXPLOIT,     /* favour entries whose children were kept or failed most often */
+    FL_SCHED_NONE         /* no coverage feedback: mutate the seeds only, the corpus never grows */
+} fl_schedule;
+
+fl_status fl_schedule_parse(const char *s, fl_schedule *out, fl_err *e);
+const char *fl_schedule_name(fl_schedule s);
+
+/* ---- the campaign ---------------------------------------------------------------------------- */
+/* A snapshot of the campaign's counters, for the status screen (on_status) and the result. */
+#define FL_CAMPAIGN_KINDS 24
+typedef struct fl_campaign_stats {
+    double start_time;     /* Unix time the (first) session started */
+    double run_time;       /* seconds fuzzed, over every session of a resumed campaign */
+    uint64_t execs;        /* cases run, over every session */
+    double execs_per_sec;  /* this session */
+    int corpus_count;      /* queue entries (seeds included) */
+    int corpus_found;      /* entries kept for new coverage (not seeds) */
+    int64_t features;      /* distinct coverage features seen */
+    int edges_seen, edges_allowed; /* allowed inter-agent edges covered / declared (spec) */
+    double inter_cov;      /* edges_seen / edges_allowed; -1 without a spec */
+    double intra_cov;      /* per-agent (tools + choices) seen / declared, averaged; -1 */
+    int findings;          /* distinct findings (signatures) saved, hangs included */
+    int n_kinds;           /* findings per kind: kind_name[i] found kind_count[i] times */
+    char kind_name[FL_CAMPAIGN_KINDS][24];
+    int kind_count[FL_CAMPAIGN_KINDS];
+    uint64_t kind_first_exec[FL_CAMPAIGN_KINDS]; /* execs when the kind was first found (this
+                                                    session; 0: not yet) */
+    uint64_t crashes, hangs; /* raw counts of cases that crashed / timed out */
+    double last_cov_time;    /* Unix time of the last entry kept (0: none this campaign) */
+    double last_find_time;   /* Unix time of the last new finding (0: none) */
+    char last_find[160];     /* "loop Master<->Checker" of the last finding */
+    uint64_t execs_full_edges; /* execs when every allowed edge had been covered; 0: not yet */
+    uint64_t execs_last_find;  /* execs when the last new finding was saved */
+    uint64_t execs_goal;       /* execs when the goal (opts) was reached; 0: not (yet) */
+    int otlp_on;               /* an OTLP source is configured: */
+    long otlp_spans, otlp_late;/* spans received; spans that came after their case ended */
+    int llm_on;                /* an LLM is configured (llm.h): */
+    int64_t llm_calls, llm_tokens, llm_cache_hits;
+    int llm_budget_exhausted;
+    int done;                  /* 1 in the final on_status call */
+} fl_campaign_stats;
+
+typedef void (*fl_campaign_status_fn)(const fl_campaign_stats *s, void *user);
+
+typedef struct fl_campaign_opts {
+    const char *in_dir;      /* seeds folder; "-" resumes the campaign in out_dir */
+    const char *out_dir;
+    char *const *argv;       /* target command, NULL-terminated (run directly, no shell) */
+    const struct fl_http_opts *http; /* or an HTTP target (http_target.h); argv then NULL */
+    double max_seconds;      /* 0: no limit (-V) */
+    uint64_t max_execs;      /* 0: no limit (-E) */
+    uint64_t seed;           /* -s: every random decision derives from it */
+    int timeout_ms;          /* per case (-t), default 10000 */
+    int jobs;                /* target instances in parallel (-j), default 1 */
+    int fresh;               /* one target process per case */
+    int mem_limit_mb;        /* RLIMIT_AS of the target; 0: none */
+    const char *otlp_listen; /* OTLP/HTTP receiver address (--otlp-listen), may be NULL */
+    const char *otlp_file;   /* OTLP JSON-lines file to follow (--otlp-file), may be NULL */
+    int otlp_grace_ms;       /* wait for a case's spans after it ended (default 1000) */
+    const char *dict_path;   /* AFL dictionary (-x), may be NULL */
+    const char *lexicon_path;/* extra synonym groups (--lexicon, docs/agents-mutators.md), may be NULL */
+    const char *spec_path;   /* agent spec (--spec), may be NULL */
+    fl_schedule schedule;    /* -p */
+    const char *command_line;/* recorded in fuzzer_stats */
+    double stats_every;      /* seconds between fuzzer_stats / plot_data updates (default 2) */
+    double status_every;     /* seconds between on_status calls (default 0.25) */
+    fl_campaign_status_fn on_status; /* may be NULL */
+    void *user;
+    /* A goal, for measuring how fast a schedule gets somewhere (the bench): every finding kind
+     * in goal_kinds (bits 1u << fl_finding_kind, oracle.h) found at least once and, when
+     * goal_edges, every allowed edge of the spec covered. stats.execs_goal records when it
+     * was reached; stop_at_goal ends the campaign there. goal_kinds 0 and goal_edges 0: none. */
+    unsigned goal_kinds;
+    int goal_edges;
+    int stop_at_goal;
+    /* When set and nonzero (a signal handler sets it), the campaign stops at the next case
+     * boundary and finishes normally: final statistics and report are written. */
+    const volatile sig_atomic_t *stop;
+    int write_report;        /* write report.md / report.html at the end (default 1) */
+    /* The LLM in the loop (llm.h, docs/agents-llm.md): off unless llm_url is set. */
+    const char *llm_url, *llm_model, *llm_cache; /* cache may be NULL */
+    int64_t llm_max_calls, llm_max_tokens;       /* budget; 0: no limit */
+    double llm_temperature;  /* default 0.7 */
+    int llm_timeout_ms;      /* per request; 0: the client's default */
+    int llm_embed;           /* cluster outputs with the server's /v1/embeddings */
+    int gen_plateau;         /* ask the generator after this many execs without a new feature */
+    double gen_share;        /* share of executions that use a generated input */
+    int gen_batch;           /* instructions per generator request (default 4) */
+    int judge;               /* judge cases that passed the rule oracles and added coverage */
+    double judge_threshold;  /* default 0.8 */
+    int judge_votes;         /* default 1 */
+} fl_campaign_opts;
+
+void fl_campaign_opts_default(fl_campaign_opts *o);
+
+typedef struct fl_campaign_result {
+    fl_campaign_stats stats;
+    int stopped;             /* 1 when *stop ended it */
+} fl_campaign_result;
+
+/* Run a campaign until max_seconds, max_execs, the goal (stop_at_goal) or *stop. An interrupted or
+ * finished campaign is a success: the status is an error only when the campaign could not
+ * start or could not write its output folder (a target that crashes, hangs or prints garbage
+ * is what the campaign is looking for, never an error). */
+fl_status fl_campaign_run(const fl_campaign_opts *o, fl_campaign_result *r, fl_err *e);
+
+/* Write out_dir/report.md and report.html from what the folder holds (fuzzer_stats, plot_data,
+ * failures/, hangs/): the campaign calls it at the end, and it can be rerun at any time. */
+fl_status fl_report_write(const char *out_dir, fl_err *e);
+/* The findings of out_dir as a plain-text table on f (kind, MAST, signature, file, input),
+ * for terminals and logs. */
+fl_status fl_report_print(const char *out_dir, FILE *f, fl_err *e);
+
+/* ---- the target of replay and minimisation ----------------------------------------------- */
+/* How to run the target that saved cases are run on again: a command or an HTTP target, the
+ * process options, and where its spans come from. Fields left zero: the default timeout, a
+ * persistent process without a memory limit, no span source. */
+typedef struct fl_target_setup {
+    char *const *argv;       /* target command, NULL-terminated (run directly, no shell) */
+    const struct fl_http_opts *http; /* or an HTTP target (http_target.h); argv then unused */
+    int timeout_ms;          /* per case; <= 0: the target's default (10000) */
+    int fresh;               /* one target process per case */
+    int mem_limit_mb;        /* RLIMIT_AS of the target; 0: none */
+    fl_otlp_src_opts otlp;   /* the target's spans (otlp_recv.h; listen and file may be NULL);
+                                with a source, each case runs under a new trace id */
+} fl_target_setup;
+
+/* ---- replay ------------------------------------------------------------------------------- */
+typedef struct fl_replay_opts {
+    fl_target_setup target; /* how to run the target */
+    const char *spec_path;  /* rules for the oracles; default: the one recorded in the file */
+    const char *junit_path; /* JUnit XML report, may be NULL */
+    FILE *log;              /* one line per case (may be NULL) */
+} fl_replay_opts;
+
+typedef struct fl_replay_result {
+    int n_cases;    /* saved cases found */
+    int n_failing;  /* cases that still produce a finding */
+    int n_same;     /* ... of which the saved signature itself */
+    int n_fixed;    /* cases that no longer produce any finding */
+} fl_replay_result;
+
+/* Re-run every saved case under `path` (a failure JSON file, or a folder searched
+ * recursively for *.json: out/failures, out/hangs, or out/ itself). */
+fl_status fl_replay_run(const char *path, const fl_replay_opts *o, fl_replay_result *r,
+                        fl_err *e);
+
+/* ---- minimisation --------------------------------------------------------------------------- */
+typedef struct fl_min_opts {
+    fl_target_setup target;  /* how to run the target, as for replay */
+    const char *spec_path;
+    const char *signature;   /* keep this one; default: the file's, else the first finding */
+    const char *out_path;    /* default: case.json -> case.min.json */
+    int max_runs;            /* budget of target runs (default 2000) */
+    FILE *log;
+} fl_min_opts;
+
+typedef struct fl_min_result {
+    int runs;
+    size_t bytes_before, bytes_after;  /* all turns together */
+    int turns_before, turns_after;
+    char signature[256];
+    char out_path[4096];
+} fl_min_result;
+
+/* Shrink the case in `path` while the run still produces the same signature: drop turns, then
+ * sentences, then words (delta debugging, chunks halving), until nothing more can go. */
+fl_status fl_minimize(const char *path, const fl_min_opts *o, fl_min_result *r, fl_err *e);
+
+#endif

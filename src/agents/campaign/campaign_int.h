@@ -1,0 +1,234 @@
+/* campaign_int.h — the pieces of the campaign shared between its files: the output folder
+ * (outdir.c), the queue and its power schedules (queue.c), reading saved cases (replay.c,
+ * minimize.c) and the report (report*.c). Not part of the public API. */
+#ifndef FLARE_CAMPAIGN_INT_H
+#define FLARE_CAMPAIGN_INT_H
+
+#include <stdio.h>
+
+#include "flare/agents/campaign.h"
+
+/* ---- a growable list of paths (paths.c): seed files, saved cases -------------------------------- */
+typedef struct camp_paths {
+    char **v;
+    int n, cap;
+} camp_paths;
+int camp_paths_add(camp_paths *l, const char *p); /* copies p; -1 when out of memory */
+void camp_paths_free(camp_paths *l);
+void camp_paths_sort(camp_paths *l);              /* strcmp order */
+/* Add the regular files under dir (hidden ones skipped) to l, then sort l; with levels > 0
+ * also those in sub-folders that deep. keep, unless NULL, chooses by name which folders are
+ * entered (is_dir 1) and which files are taken. Seeds (-i), the queue, saved cases. */
+fl_status camp_paths_list(const char *dir, camp_paths *l, int levels,
+                          int (*keep)(const char *name, int is_dir), fl_err *e);
+
+/* ---- a growing string (strbuf.c): fuzzer_stats, the reports --------------------------------- */
+typedef struct rp_buf {
+    char *p;      /* may start NULL */
+    size_t len, cap;
+    int oom;      /* set when memory ran out: later appends are dropped */
+} rp_buf;
+void rp_printf(rp_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- output folder (outdir.c) ---------------------------------------------------------------- */
+/* mkdir -p. */
+/* out_dir/rel into buf; FL_ERR_ARG when it does not fit. */
+fl_status od_path(char *buf, size_t n, const char *out_dir, const char *rel, fl_err *e);
+/* Create out/, queue/, failures/, hangs/, logs/. A folder that already holds a campaign
+ * (fuzzer_stats or a non-empty queue/) is refused unless resume. */
+fl_status od_prepare(const char *out_dir, int resume, fl_err *e);
+/* A signature as a file name: [A-Za-z0-9._-] kept, everything else '_', at most 120 bytes;
+ * a longer one is cut and ends in a hash of the whole, so distinct signatures stay distinct. */
+void od_file_name(const char *sig, char *buf, size_t n);
+/* Static information written with the counters. */
+typedef struct od_meta {
+    uint64_t seed;
+    const char *schedule, *command_line, *target, *spec;
+    int jobs, fresh, timeout_ms;
+} od_meta;
+/* Rewrite out/fuzzer_stats atomically. */
+fl_status od_write_stats(const char *out_dir, const fl_campaign_stats *s, const od_meta *m,
+                         fl_err *e);
+/* "key : value" lines into parallel arrays (malloc'd strings); free with od_kv_free. */
+typedef struct od_kv {
+    int n;
+    char **key, **val;
+} od_kv;
+fl_status od_kv_read(const char *path, od_kv *kv, fl_err *e);
+const char *od_kv_get(const od_kv *kv, const char *key);
+void od_kv_free(od_kv *kv);
+/* plot_data: the header is written when the file is new (or empty); one row per call. */
+extern const char od_plot_header[];
+fl_status od_plot_open(const char *out_dir, FILE **f, fl_err *e);
+void od_plot_row(FILE *f, const fl_campaign_stats *s);
+
+/* ---- saved cases -------------------------------------------------------------------------------
+ * A failure file holds the request's members at the top level (so `flare agents run` and
+ * fl_case_parse read it as a case) and the finding around it:
+ *   {"id":..., "turns":[...], "seed":..., "kind":"loop", "mast":"FM-1.3", "signature":...,
+ *    "message":..., "found":{"exec":N, "time":s, "queue_src":...}, "exit":..., "trace":{...}} */
+typedef struct saved_case {
+    char *path;
+    fl_case *c;
+    char *kind, *signature, *mast, *message, *spec; /* NULL when absent */
+    double found_time;   /* "found": seconds into the campaign, exec number; -1 when absent */
+    double found_exec;
+} saved_case;
+fl_status saved_case_load(const char *path, saved_case *out, fl_err *e);
+void saved_case_free(saved_case *s);
+/* Every *.json under path (a file, or a folder searched recursively), sorted by path. */
+fl_status saved_case_list(const char *path, char ***paths, int *n, fl_err *e);
+void saved_case_list_free(char **paths, int n);
+/* A failure file's text (malloc'd, NULL when out of memory): c's request members, then f
+ * (may be NULL), found (taken over, may be NULL), spec, target and t's report (may be NULL). */
+struct cJSON;
+struct fl_finding;
+char *saved_case_json(const fl_case *c, const fl_trace *t, const struct fl_finding *f,
+                      const char *spec, const char *target, struct cJSON *found);
+/* argv as one line ("python3 agent.py --x"), cut to n. */
+void saved_argv_line(char *const *argv, char *buf, size_t n);
+
+/* ---- the corpus and its power schedules (queue.c) -------------------------------------------
+ *
+ * An entry is a case that was kept (a seed, or a child that added coverage) plus what the
+ * schedules need to know about it. Entries never move once added (the queue holds pointers),
+ * and their cases are never modified, so a worker thread may mutate one without a lock while
+ * another thread adds entries. */
+
+typedef struct q_entry {
+    int id;
+    fl_case *c;          /* owned, immutable */
+    char name[256];      /* file name in queue/: "id:000007,src:000002,op:synonym,+cov" */
+    int src;             /* parent id, -1 for seeds */
+    int depth;           /* 0 for seeds, parent's + 1 */
+    int n_new;           /* coverage map entries that had new bits when it was kept */
+    int new_features;    /* 1 when it added a feature never seen (AFL's "+cov") */
+    uint64_t path;       /* hash of its trace's behaviour (queue.c: q_path_hash) */
+    uint64_t picks;      /* times the schedule chose it */
+    uint64_t children;   /* children run */
+    uint64_t kept;       /* children kept for coverage */
+    uint64_t finds;      /* children that produced a new finding */
+    uint32_t *feat;      /* coverage-map entries its trace touched (owned) */
+    int n_feat;
+    size_t cost;         /* bytes of its turns: the smaller, the better a representative */
+    int favored;         /* in the current minimal cover of all features (AFL's favored) */
+} q_entry;
+
+#define Q_PATH_BITS 16
+
+typedef struct q_queue {
+    q_entry **e;
+    int n, cap;
+    int n_seeds;
+    fl_schedule sched;
+    uint32_t *path_hits; /* executions that followed each (hashed) behaviour path */
+    q_entry **top;       /* per map entry: the cheapest queue entry that touches it */
+    uint32_t *seen;      /* map entries with a top entry, in the order first seen */
+    int n_seen, cap_seen;
+    int dirty;           /* top changed since the last cull */
+    int n_favored;
+} q_queue;
+
+fl_status q_init(q_queue *q, fl_schedule s, fl_err *e);
+void q_free(q_queue *q);
+/* Add an entry (takes ownership of c; copies feat, the map entries of its trace); returns
+ * it, or NULL when out of memory (c is then not taken). */
+q_entry *q_add(q_queue *q, fl_case *c, int src, int n_new, int new_features, uint64_t path,
+               const uint32_t *feat, int n_feat);
+/* Count one execution along `path`. */
+void q_hit(q_queue *q, uint64_t path);
+/* Choose the next entry to fuzz and how many children to make of it (its energy). */
+q_entry *q_pick(q_queue *q, fl_rng *r, int *energy);
+/* Another entry for splicing (not `not`), or NULL when the queue has one entry. */
+q_entry *q_other(const q_queue *q, fl_rng *r, const q_entry *not_this);
+
+/* A hash of what a trace did (agents, edges, tools, choices, errors and how it ended, in
+ * order; contents ignored): two traces with the same hash took the same path. */
+uint64_t q_path_hash(const fl_trace *t);
+
+/* ---- the running campaign (campaign.c, campaign_seeds.c) -------------------------------------- */
+#include <pthread.h>
+
+#include "flare/agents/agcov.h"
+#include "flare/agents/mutate.h"
+#include "flare/agents/oracle.h"
+#include "flare/agents/otlp_recv.h"
+#include "flare/agents/spec.h"
+#include "flare/agents/target.h"
+
+/* Signatures saved so far: "kind/signature" strings in an open-addressing set. */
+typedef struct sig_set {
+    char **v;
+    size_t n, cap;
+} sig_set;
+int sig_set_add(sig_set *s, const char *kind, const char *sig); /* 1 new, 0 known, -1 oom */
+void sig_set_free(sig_set *s);
+
+typedef struct camp {
+    const fl_campaign_opts *o;
+    fl_spec *spec;
+    char *spec_abs;          /* realpath of the spec, recorded in failure files */
+    fl_agcov *cov;
+    fl_mutator_ctx *mut;
+    fl_oracle_opts oo;
+    q_queue q;
+    sig_set sigs;
+    pthread_mutex_t mu;
+    fl_campaign_stats st;
+    od_meta meta;
+    char target_desc[512];   /* the command as one line */
+    double t0;               /* fl_now() at the start of this session */
+    double wall0;            /* Unix time at the start of this session */
+    double run_time0;        /* seconds of earlier sessions (resume) */
+    uint64_t execs0;         /* execs of earlier sessions */
+    uint64_t reserved;       /* exec numbers handed out in this session */
+    double last_stats, last_status;
+    FILE *plot;
+    struct camp_llm *llm;    /* generator and judge (campaign_llm.c), NULL: none */
+    fl_otlp_src *otlp;       /* spans for cases (--otlp-listen / --otlp-file), NULL: none */
+    int stop;                /* 1: no new case starts */
+    fl_status err;           /* the first failure of flare itself (output folder, memory) */
+    fl_err errmsg;
+} camp;
+
+/* Where a case came from. A child (parent set) is kept when it adds coverage; a seed or a
+ * resumed queue entry (name set) is always kept, under that name. */
+typedef struct camp_origin {
+    q_entry *parent;        /* child: the entry it was mutated from */
+    const q_entry *other;   /* child: the splice partner, when op is "splice" */
+    const char *op;         /* child: the operator's name for the file name */
+    const char *name;       /* seed / resumed entry: its queue file name */
+    int src;                /* resumed entry: its parent id (-1: a seed) */
+    int write;              /* seed: write the queue file (resumed ones exist already) */
+} camp_origin;
+
+/* Per-case bookkeeping, under cp->mu: coverage, queue, findings, statistics, periodic stats
+ * files. Takes ownership of c. */
+void camp_process(camp *cp, fl_case *c, const fl_trace *t, const camp_origin *org);
+/* Replay and min (replay.c): the spec for a saved case (given, else the recorded one; loaded
+ * once per path into *spec / *loaded), and a target with the usual options. */
+fl_status saved_spec(const char *given, const char *recorded, fl_spec **spec, char **loaded,
+                     fl_err *e);
+fl_status saved_target(const fl_target_setup *ts, fl_target **t, fl_err *e);
+/* Write fuzzer_stats / plot_data and call on_status when due (force: now). Under cp->mu. */
+void camp_periodic(camp *cp, int force);
+/* The LLM generator and judge (campaign_llm.c; no-ops without --llm). Under cp->mu. */
+typedef struct camp_llm camp_llm;
+fl_status camp_llm_start(camp *cp, fl_err *e);
+void camp_llm_free(camp *cp);
+void camp_llm_stats(camp *cp);
+/* A generated case for the next execution (op:llm), or NULL: mutate as usual. */
+fl_case *camp_llm_next(camp *cp, fl_rng *r);
+/* Append the judge's finding when no rule fired and the case added coverage (r > 0). */
+void camp_llm_judge(camp *cp, const fl_case *c, const fl_trace *t, int r, fl_findings *f);
+/* The span source of --otlp-listen / --otlp-file (campaign_otlp.c): started in setup, its
+ * counters copied into cp->st before fuzzer_stats is written (under cp->mu). */
+fl_status camp_otlp_start(camp *cp, fl_err *e);
+void camp_otlp_stats(camp *cp);
+/* Record the first failure of flare itself and stop the campaign. */
+void camp_fail(camp *cp, const fl_err *e);
+/* Load the seeds of in_dir (or, resuming, the queue and the saved findings of out_dir) and
+ * run each once. A worker's target and trace are passed in. */
+fl_status camp_load_corpus(camp *cp, fl_target *t, fl_trace *tr, fl_rng *trace_rng, fl_err *e);
+
+#endif

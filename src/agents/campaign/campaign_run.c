@@ -1,0 +1,209 @@
+/* fl_campaign_run: set up (spec, coverage, mutators, output folder, targets), load the corpus,
+ * run the workers, and finish (final statistics, plot row, report) however the loop ended. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "agents/campaign/campaign_int.h"
+#include "flare/agents/http_target.h"
+
+typedef struct worker {
+    camp *cp;
+    int idx;
+    fl_target *t;
+    fl_trace *tr;
+    fl_rng rng;       /* mutation and scheduling */
+    fl_rng trace_rng; /* trace ids only */
+    fl_status st;
+    fl_err e;
+    pthread_t th;
+} worker;
+
+/* Under cp->mu: should no new case start? */
+static int stopping(camp *cp) {
+    const fl_campaign_opts *o = cp->o;
+    if (cp->stop || (o->stop && *o->stop)) return cp->stop = 1;
+    if (o->max_execs && cp->reserved >= o->max_execs) return cp->stop = 1;
+    if (o->max_seconds > 0 && fl_now() - cp->t0 >= o->max_seconds) return cp->stop = 1;
+    return 0;
+}
+
+/* One child of p: a single random operator half of the time (a clean name for the queue
+ * file), else an AFL havoc stack ("havoc,rep:N"). */
+static fl_case *make_child(worker *w, const q_entry *p, const q_entry *other, char *op, size_t n) {
+    camp *cp = w->cp;
+    fl_case *child = NULL;
+    fl_mutate_info info;
+    const fl_case *sp = other ? other->c : NULL;
+    if (fl_rng_below(&w->rng, 2)) {
+        for (int tries = 0; tries < 4 && !child; tries++) {
+            int k = (int)fl_rng_below(&w->rng, (uint32_t)fl_mutate_op_count());
+            if (fl_mutate_ex(cp->mut, &w->rng, p->c, sp, k, &child, &info) != FL_OK) child = NULL;
+        }
+    }
+    if (!child && fl_mutate_ex(cp->mut, &w->rng, p->c, sp, FL_MUTATE_HAVOC, &child, &info) != FL_OK)
+        return NULL;
+    if (!strcmp(info.op_name, "havoc")) snprintf(op, n, "havoc,rep:%d", info.n_ops);
+    else snprintf(op, n, "%s", info.op_name);
+    return child;
+}
+
+static void *work(void *arg) {
+    worker *w = arg;
+    camp *cp = w->cp;
+    pthread_mutex_lock(&cp->mu);
+    while (!stopping(cp)) {
+        int energy;
+        q_entry *p = q_pick(&cp->q, &w->rng, &energy);
+        if (!p) break;
+        for (int k = 0; k < energy && !stopping(cp); k++) {
+            uint64_t nexec = cp->execs0 + ++cp->reserved;
+            const q_entry *other = q_other(&cp->q, &w->rng, p);
+            fl_case *gen = camp_llm_next(cp, &w->rng); /* usually NULL (campaign_llm.c) */
+            pthread_mutex_unlock(&cp->mu);
+
+            char op[64] = "llm";
+            fl_case *child = gen ? gen : make_child(w, p, other, op, sizeof op);
+            fl_status st = FL_OK;
+            if (child) {
+                fl_case_new_trace(child, &w->trace_rng);
+                snprintf(child->id, sizeof child->id, "%06llu",
+                         (unsigned long long)(nexec % 1000000000000ull));
+                st = fl_target_run(w->t, child, w->tr, &w->e);
+                if (!st) st = fl_otlp_src_collect(cp->otlp, child, w->tr, &w->e); /* spans */
+            }
+            pthread_mutex_lock(&cp->mu);
+            if (!child) {
+                fl_fail(&w->e, FL_ERR_NOMEM, "mutation: out of memory");
+                camp_fail(cp, &w->e);
+            } else if (st) {
+                camp_fail(cp, &w->e);
+                fl_case_free(child);
+            } else {
+                camp_origin org = {.parent = p, .op = op};
+                org.other = strncmp(op, "splice", 6) ? NULL : other;
+                camp_process(cp, child, w->tr, &org);
+            }
+        }
+    }
+    pthread_mutex_unlock(&cp->mu);
+    return NULL;
+}
+
+static fl_status setup(camp *cp, const fl_campaign_opts *o, fl_err *e) {
+    fl_status st;
+    if (!o->out_dir || !o->in_dir || (!o->http && (!o->argv || !o->argv[0])))
+        return fl_fail(e, FL_ERR_ARG, "campaign: -i, -o and a target command are required");
+    if (o->jobs < 1 || o->jobs > 256) return fl_fail(e, FL_ERR_ARG, "-j %d: 1 to 256", o->jobs);
+    if (o->spec_path && (st = fl_spec_load(o->spec_path, &cp->spec, e))) return st;
+    /* failure files record the spec's absolute path: replay may run from another folder */
+    if (o->spec_path && !(cp->spec_abs = realpath(o->spec_path, NULL)))
+        return fl_fail(e, FL_ERR_NOMEM, "%s: cannot resolve the path", o->spec_path);
+    if ((st = fl_agcov_new(cp->spec, NULL, &cp->cov, e))) return st;
+    if ((st = fl_mutator_new(NULL, &cp->mut, e))) return st;
+    if (o->dict_path && (st = fl_mutator_load_dict(cp->mut, o->dict_path, e))) return st;
+    if (o->lexicon_path && (st = fl_mutator_load_lexicon(cp->mut, o->lexicon_path, e))) return st;
+    fl_oracle_opts_default(&cp->oo);
+    if ((st = q_init(&cp->q, o->schedule, e))) return st;
+    struct stat sb; /* a wrong -i fails before anything is created in -o */
+    if (strcmp(o->in_dir, "-") && (stat(o->in_dir, &sb) != 0 || !S_ISDIR(sb.st_mode)))
+        return fl_fail(e, FL_ERR_NOTFOUND, "-i %s: not a folder of seed files", o->in_dir);
+    if ((st = camp_otlp_start(cp, e))) return st; /* a port in use fails before -o is made */
+    if ((st = od_prepare(o->out_dir, !strcmp(o->in_dir, "-"), e))) return st;
+    if ((st = camp_llm_start(cp, e))) return st; /* its cache may live in -o */
+    saved_argv_line(o->argv, cp->target_desc, sizeof cp->target_desc);
+    if (o->http) snprintf(cp->target_desc, sizeof cp->target_desc, "%s", o->http->url);
+    cp->meta = (od_meta){.seed = o->seed, .schedule = fl_schedule_name(o->schedule),
+                         .command_line = o->command_line ? o->command_line : cp->target_desc,
+                         .target = cp->target_desc, .spec = o->spec_path, .jobs = o->jobs,
+                         .fresh = o->fresh, .timeout_ms = o->timeout_ms};
+    cp->st.n_kinds = FL_FIND_COUNT_;
+    for (int i = 0; i < FL_FIND_COUNT_; i++)
+        snprintf(cp->st.kind_name[i], sizeof cp->st.kind_name[i], "%s",
+                 fl_finding_kind_name((fl_finding_kind)i));
+    cp->st.inter_cov = cp->st.intra_cov = -1;
+    return od_plot_open(o->out_dir, &cp->plot, e);
+}
+
+static fl_status start_worker(camp *cp, worker *w, int idx, fl_err *e) {
+    const fl_campaign_opts *o = cp->o;
+    w->cp = cp;
+    w->idx = idx;
+    fl_rng_seed(&w->rng, o->seed + 0x9e3779b97f4a7c15ull * (uint64_t)idx);
+    fl_rng_seed(&w->trace_rng, ~o->seed - (uint64_t)idx);
+    if (!(w->tr = fl_trace_new())) return fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    fl_target_opts to;
+    fl_target_opts_default(&to);
+    to.fresh = o->fresh;
+    to.timeout_ms = o->timeout_ms;
+    to.mem_limit_mb = o->mem_limit_mb;
+    to.instance = idx;
+    to.http = o->http; /* an HTTP target: one curl handle per worker */
+    to.seed = o->seed + (uint64_t)idx;
+    char logs[4096];
+    fl_status st = od_path(logs, sizeof logs, o->out_dir, "logs", e);
+    to.log_dir = logs;
+    return st ? st : fl_target_new(o->argv, &to, &w->t, e);
+}
+
+fl_status fl_campaign_run(const fl_campaign_opts *o, fl_campaign_result *r, fl_err *e) {
+    camp *cp = calloc(1, sizeof *cp);
+    worker *ws = o->jobs > 0 && o->jobs <= 256 ? calloc((size_t)o->jobs, sizeof *ws) : NULL;
+    if (r) memset(r, 0, sizeof *r);
+    if (!cp || !ws) {
+        free(cp), free(ws);
+        return o->jobs < 1 || o->jobs > 256 ? fl_fail(e, FL_ERR_ARG, "-j %d: 1 to 256", o->jobs)
+                                            : fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    }
+    cp->o = o;
+    pthread_mutex_init(&cp->mu, NULL);
+    cp->t0 = fl_now();
+    cp->wall0 = (double)time(NULL);
+    cp->st.start_time = cp->wall0;
+    cp->last_stats = cp->last_status = cp->t0; /* the first report comes after the corpus ran */
+    int started = 0, threads = 0;
+    fl_status st = setup(cp, o, e);
+    for (; !st && started < o->jobs; started++) st = start_worker(cp, &ws[started], started, e);
+    if (!st) st = camp_load_corpus(cp, ws[0].t, ws[0].tr, &ws[0].trace_rng, e);
+    int loaded = !st; /* else nothing is written: the folder stays free for a corrected rerun */
+    if (!st) {
+        pthread_mutex_lock(&cp->mu);
+        camp_periodic(cp, 1);
+        pthread_mutex_unlock(&cp->mu);
+        for (threads = 1; threads < o->jobs; threads++)
+            if (pthread_create(&ws[threads].th, NULL, work, &ws[threads])) break;
+        work(&ws[0]);
+        for (int i = 1; i < threads; i++) pthread_join(ws[i].th, NULL);
+        if (cp->err) st = cp->err, *e = cp->errmsg;
+    }
+    if (loaded) { /* finish whatever happened: the counters and the report */
+        fl_err e2 = {0};
+        pthread_mutex_lock(&cp->mu);
+        cp->st.done = 1;
+        camp_periodic(cp, 1);
+        pthread_mutex_unlock(&cp->mu);
+        if (o->write_report && fl_report_write(o->out_dir, &e2) && !st) st = e2.status, *e = e2;
+    }
+    if (cp->plot) fclose(cp->plot);
+    if (r) {
+        r->stats = cp->st;
+        r->stopped = o->stop && *o->stop;
+    }
+    for (int i = 0; i < o->jobs; i++) {
+        fl_target_free(ws[i].t);
+        fl_trace_free(ws[i].tr);
+    }
+    q_free(&cp->q);
+    sig_set_free(&cp->sigs);
+    fl_mutator_free(cp->mut);
+    fl_agcov_free(cp->cov);
+    camp_llm_free(cp);
+    fl_otlp_src_free(cp->otlp); /* after the targets: no case is collecting */
+    fl_spec_free(cp->spec);
+    free(cp->spec_abs);
+    pthread_mutex_destroy(&cp->mu);
+    free(cp);
+    free(ws);
+    return st;
+}

@@ -1,0 +1,140 @@
+/* Saved cases: the failure files the campaign writes, read back by replay, min and the
+ * report. A plain request ({"turns":[...]}) or a text file is a saved case too, without a
+ * finding, so `flare agents min` and `replay` also take hand-written cases. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "agents/campaign/campaign_int.h"
+#include "flare/agents/oracle.h"
+#include "flare/agents/protocol.h"
+
+static char *str_member(const cJSON *j, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+    return cJSON_IsString(v) ? strdup(v->valuestring) : NULL;
+}
+
+fl_status saved_case_load(const char *path, saved_case *out, fl_err *e) {
+    memset(out, 0, sizeof *out);
+    out->found_time = out->found_exec = -1;
+    uint8_t *buf;
+    size_t len;
+    fl_status st = fl_file_read(path, &buf, &len, e);
+    if (st) return st;
+    st = fl_case_parse((const char *)buf, len, path, &out->c, e);
+    if (st == FL_OK) {
+        cJSON *j = cJSON_ParseWithLength((const char *)buf, len);
+        if (cJSON_IsObject(j)) {
+            out->kind = str_member(j, "kind");
+            out->signature = str_member(j, "signature");
+            out->mast = str_member(j, "mast");
+            out->message = str_member(j, "message");
+            out->spec = str_member(j, "spec");
+            const cJSON *f = cJSON_GetObjectItemCaseSensitive(j, "found");
+            const cJSON *t = cJSON_GetObjectItemCaseSensitive(f, "time"),
+                        *x = cJSON_GetObjectItemCaseSensitive(f, "exec");
+            out->found_time = cJSON_IsNumber(t) ? t->valuedouble : -1;
+            out->found_exec = cJSON_IsNumber(x) ? x->valuedouble : -1;
+        }
+        cJSON_Delete(j);
+        if (!(out->path = strdup(path))) st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    }
+    free(buf);
+    if (st) saved_case_free(out);
+    return st;
+}
+
+void saved_case_free(saved_case *s) {
+    fl_case_free(s->c);
+    free(s->path);
+    free(s->kind);
+    free(s->signature);
+    free(s->mast);
+    free(s->message);
+    free(s->spec);
+    memset(s, 0, sizeof *s);
+}
+
+static int ends_with(const char *s, const char *suf) {
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && !strcmp(s + a - b, suf);
+}
+
+/* Saved cases are *.json files (not min's *.min.json); out/queue holds the corpus, not
+ * failures, and out/logs the target's stderr: both skipped when replaying a whole out/. */
+static int saved_name(const char *name, int is_dir) {
+    if (is_dir) return strcmp(name, "queue") && strcmp(name, "logs");
+    return ends_with(name, ".json") && !ends_with(name, ".min.json");
+}
+
+fl_status saved_case_list(const char *path, char ***paths, int *n, fl_err *e) {
+    *paths = NULL;
+    *n = 0;
+    struct stat sb;
+    if (stat(path, &sb) != 0) return fl_fail(e, FL_ERR_NOTFOUND, "%s: %s", path, strerror(errno));
+    camp_paths l = {0};
+    fl_status st = FL_OK;
+    if (S_ISDIR(sb.st_mode)) /* at most 16 levels down: symlink loops */
+        st = camp_paths_list(path, &l, 16, saved_name, e);
+    else if (camp_paths_add(&l, path) < 0) st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    if (st) {
+        saved_case_list_free(l.v, l.n);
+        return st;
+    }
+    *paths = l.v;
+    *n = l.n;
+    return FL_OK;
+}
+
+void saved_case_list_free(char **paths, int n) {
+    for (int i = 0; i < n; i++) free(paths[i]);
+    free(paths);
+}
+
+char *saved_case_json(const fl_case *c, const fl_trace *t, const fl_finding *f,
+                      const char *spec, const char *target, cJSON *found) {
+    char *req = fl_case_to_json(c), *res = t ? fl_trace_report_json(NULL, t) : NULL, *txt = NULL;
+    cJSON *j = req ? cJSON_Parse(req) : NULL;
+    if (!j || (t && !res)) goto out;
+    if (f) {
+        cJSON_AddStringToObject(j, "kind", fl_finding_kind_name(f->kind));
+        if (f->mast) cJSON_AddStringToObject(j, "mast", f->mast);
+        else cJSON_AddNullToObject(j, "mast");
+        cJSON_AddStringToObject(j, "signature", f->signature);
+        cJSON_AddStringToObject(j, "key", f->key);
+        char *msg = fl_utf8_dup(f->message, strlen(f->message));
+        if (msg) cJSON_AddStringToObject(j, "message", msg);
+        free(msg);
+    }
+    if (found) cJSON_AddItemToObject(j, "found", found), found = NULL;
+    if (spec) cJSON_AddStringToObject(j, "spec", spec);
+    if (target) {
+        char *tg = fl_utf8_dup(target, strlen(target));
+        if (tg) cJSON_AddStringToObject(j, "target", tg);
+        free(tg);
+    }
+    if (res) {
+        cJSON *tr = cJSON_Parse(res);
+        if (!tr) goto out;
+        cJSON_AddItemToObject(j, "trace", tr);
+    }
+    txt = cJSON_Print(j);
+out:
+    cJSON_Delete(found);
+    cJSON_Delete(j);
+    free(req);
+    free(res);
+    return txt;
+}
+
+void saved_argv_line(char *const *argv, char *buf, size_t n) {
+    size_t k = 0;
+    buf[0] = 0;
+    for (int i = 0; argv && argv[i] && k + 1 < n; i++) {
+        int w = snprintf(buf + k, n - k, "%s%s", i ? " " : "", argv[i]);
+        if (w < 0) break;
+        k += (size_t)w;
+    }
+}

@@ -1,0 +1,144 @@
+/* The campaign's starting corpus: the seeds of -i, or, resuming with `-i -`, the queue, the
+ * saved findings and the counters of the interrupted campaign in -o.
+ *
+ * Every entry is run once before fuzzing starts (AFL's dry run): that rebuilds the coverage
+ * map, gives the schedules each entry's behaviour path, and reports seeds that already fail.
+ * A resumed campaign does not rewrite its queue files and does not save again a finding whose
+ * signature is already in failures/ or hangs/. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "agents/campaign/campaign_int.h"
+
+enum { MAX_SEED_BYTES = 1 << 20 };
+
+/* Run c once and hand it to camp_process as a kept entry named `name`. */
+static fl_status run_entry(camp *cp, fl_target *t, fl_trace *tr, fl_rng *trace_rng, fl_case *c,
+                           const char *name, int src, int write, fl_err *e) {
+    snprintf(c->id, sizeof c->id, "%06d", cp->q.n);
+    fl_case_new_trace(c, trace_rng);
+    fl_status st = fl_target_run(t, c, tr, e);
+    if (!st) st = fl_otlp_src_collect(cp->otlp, c, tr, e);
+    if (st) {
+        fl_case_free(c);
+        return st;
+    }
+    camp_origin org = {.name = name, .src = src, .write = write};
+    pthread_mutex_lock(&cp->mu);
+    camp_process(cp, c, tr, &org);
+    st = cp->err;
+    if (st) *e = cp->errmsg;
+    pthread_mutex_unlock(&cp->mu);
+    return st;
+}
+
+static fl_status read_case(const char *path, fl_case **c, fl_err *e) {
+    uint8_t *buf;
+    size_t len;
+    fl_status st = fl_file_read(path, &buf, &len, e);
+    if (st) return st;
+    if (len > MAX_SEED_BYTES)
+        st = fl_fail(e, FL_ERR_FORMAT, "%s: %zu bytes; seeds are at most %d bytes", path, len,
+                     MAX_SEED_BYTES);
+    else
+        st = fl_case_parse((const char *)buf, len, path, c, e);
+    free(buf);
+    return st;
+}
+
+static fl_status load_seeds(camp *cp, fl_target *t, fl_trace *tr, fl_rng *trace_rng, fl_err *e) {
+    camp_paths l = {0};
+    fl_status st = camp_paths_list(cp->o->in_dir, &l, 8, NULL, e); /* AFL++ reads -i recursively */
+    if (!st && l.n == 0)
+        st = fl_fail(e, FL_ERR_NOTFOUND, "%s: no seed files (text files with one instruction "
+                     "each, or JSON requests {\"turns\":[...]})", cp->o->in_dir);
+    /* every seed is read before any runs: a bad one fails the start with nothing written */
+    fl_case **cs = l.n ? calloc((size_t)l.n, sizeof *cs) : NULL;
+    if (!st && !cs) st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    for (int i = 0; !st && i < l.n; i++) st = read_case(l.v[i], &cs[i], e);
+    size_t skip = strlen(cp->o->in_dir) + 1;
+    for (int i = 0; !st && i < l.n; i++) {
+        char orig[160], name[256];
+        od_file_name(l.v[i] + skip, orig, sizeof orig);
+        snprintf(name, sizeof name, "id:%06d,orig:%s", cp->q.n, orig);
+        st = run_entry(cp, t, tr, trace_rng, cs[i], name, -1, 1, e);
+        cs[i] = NULL; /* run_entry owns it */
+    }
+    for (int i = 0; cs && i < l.n; i++) fl_case_free(cs[i]);
+    free(cs);
+    camp_paths_free(&l);
+    return st;
+}
+
+/* failures/<kind>/<sig>.json and hangs/<sig>.json: signatures and per-kind counts. */
+static fl_status load_findings(camp *cp, fl_err *e) {
+    static const char *const sub[] = {"failures", "hangs"};
+    for (int s = 0; s < 2; s++) {
+        char dir[4096], **paths;
+        int n;
+        if (od_path(dir, sizeof dir, cp->o->out_dir, sub[s], e)) return e->status;
+        if (saved_case_list(dir, &paths, &n, NULL)) continue;
+        for (int i = 0; i < n; i++) {
+            char *base = strrchr(paths[i], '/') + 1, kind[64] = "hang";
+            if (s == 0) { /* the folder above the file names the kind */
+                char *slash = base - 1, *start = slash;
+                while (start > paths[i] && start[-1] != '/') start--;
+                snprintf(kind, sizeof kind, "%.*s", (int)(slash - start), start);
+            }
+            char sig[160];
+            snprintf(sig, sizeof sig, "%.*s", (int)(strlen(base) - 5), base);
+            int k = fl_finding_kind_parse(kind);
+            int fresh = sig_set_add(&cp->sigs, kind, sig);
+            if (fresh < 0) {
+                saved_case_list_free(paths, n);
+                return fl_fail(e, FL_ERR_NOMEM, "out of memory");
+            }
+            if (fresh && k >= 0) cp->st.kind_count[k]++, cp->st.findings++;
+        }
+        saved_case_list_free(paths, n);
+    }
+    return FL_OK;
+}
+
+static double kv_num(const od_kv *kv, const char *key) {
+    const char *v = od_kv_get(kv, key);
+    return v ? strtod(v, NULL) : 0;
+}
+
+static fl_status resume(camp *cp, fl_target *t, fl_trace *tr, fl_rng *trace_rng, fl_err *e) {
+    char p[4096];
+    fl_status st = od_path(p, sizeof p, cp->o->out_dir, "fuzzer_stats", e);
+    if (st) return st;
+    od_kv kv;
+    if (od_kv_read(p, &kv, NULL) == FL_OK) { /* counters carry over; a missing file: zeros */
+        cp->execs0 = cp->st.execs = (uint64_t)kv_num(&kv, "execs_done");
+        cp->run_time0 = kv_num(&kv, "run_time");
+        if (kv_num(&kv, "start_time") > 0) cp->st.start_time = kv_num(&kv, "start_time");
+        cp->st.crashes = (uint64_t)kv_num(&kv, "total_crashes");
+        cp->st.hangs = (uint64_t)kv_num(&kv, "total_hangs");
+        cp->st.last_cov_time = kv_num(&kv, "last_find");
+        cp->st.last_find_time = kv_num(&kv, "last_finding");
+        cp->st.execs_last_find = (uint64_t)kv_num(&kv, "execs_last_finding");
+        cp->st.execs_full_edges = (uint64_t)kv_num(&kv, "execs_full_edges");
+        od_kv_free(&kv);
+    }
+    if ((st = load_findings(cp, e))) return st;
+    camp_paths l = {0};
+    if ((st = od_path(p, sizeof p, cp->o->out_dir, "queue", e)) ||
+        (st = camp_paths_list(p, &l, 0, NULL, e)))
+        return camp_paths_free(&l), st;
+    for (int i = 0; !st && i < l.n; i++) {
+        const char *base = strrchr(l.v[i], '/') + 1, *src = strstr(base, ",src:");
+        if (strncmp(base, "id:", 3)) continue; /* not a queue entry */
+        fl_case *c;
+        if ((st = read_case(l.v[i], &c, e))) break;
+        st = run_entry(cp, t, tr, trace_rng, c, base, src ? atoi(src + 5) : -1, 0, e);
+    }
+    camp_paths_free(&l);
+    return st;
+}
+
+fl_status camp_load_corpus(camp *cp, fl_target *t, fl_trace *tr, fl_rng *trace_rng, fl_err *e) {
+    if (cp->o->in_dir && !strcmp(cp->o->in_dir, "-")) return resume(cp, t, tr, trace_rng, e);
+    return load_seeds(cp, t, tr, trace_rng, e);
+}

@@ -1,0 +1,167 @@
+/* flare agents replay: the saved failures of a campaign as a regression corpus. Each case is
+ * run again (one persistent target for all, restarted after crashes and hangs as in the
+ * campaign) and judged by the same oracles: a case "still fails" when it produces any finding
+ * (the saved signature or another one: both are regressions for CI), and is "fixed" when it
+ * produces none. The JUnit file has one <testcase> per saved case, so CI systems list them. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "agents/campaign/campaign_int.h"
+
+/* The spec for a case: the one given, else the one recorded in it (loaded once per path). */
+fl_status saved_spec(const char *given, const char *recorded, fl_spec **spec, char **loaded,
+                     fl_err *e) {
+    const char *want = given ? given : recorded;
+    if (!want) {
+        fl_spec_free(*spec), *spec = NULL;
+        free(*loaded), *loaded = NULL;
+        return FL_OK;
+    }
+    if (*loaded && !strcmp(*loaded, want)) return FL_OK;
+    fl_spec_free(*spec), *spec = NULL;
+    free(*loaded), *loaded = NULL;
+    fl_status st = fl_spec_load(want, spec, e);
+    if (st && !given) {
+        char msg[sizeof e->msg];
+        memcpy(msg, e->msg, sizeof msg);
+        return fl_fail(e, st, "%.400s (the spec recorded in the case; give another with --spec)",
+                       msg);
+    }
+    if (!st && !(*loaded = strdup(want))) st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    return st;
+}
+
+fl_status saved_target(const fl_target_setup *ts, fl_target **t, fl_err *e) {
+    fl_target_opts to;
+    fl_target_opts_default(&to);
+    to.timeout_ms = ts->timeout_ms > 0 ? ts->timeout_ms : to.timeout_ms;
+    to.fresh = ts->fresh;
+    to.mem_limit_mb = ts->mem_limit_mb;
+    to.http = ts->http;
+    if (!ts->http && (!ts->argv || !ts->argv[0]))
+        return fl_fail(e, FL_ERR_ARG, "no target command (-- CMD ARGS...)");
+    return fl_target_new(ts->argv, &to, t, e);
+}
+
+static void xml(FILE *f, const char *s) {
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '<') fputs("&lt;", f);
+        else if (c == '>') fputs("&gt;", f);
+        else if (c == '&') fputs("&amp;", f);
+        else if (c == '"') fputs("&quot;", f);
+        else if (c < 0x20 && c != '\n' && c != '\t') fputc(' ', f); /* not allowed in XML 1.0 */
+        else fputc(c, f);
+    }
+}
+
+typedef struct rcase {
+    const char *path;
+    char kind[32];
+    int fails, same;
+    double ms;
+    char msg[512];
+} rcase;
+
+static fl_status write_junit(const char *path, const rcase *rc, int n, const fl_replay_result *r,
+                             double secs, fl_err *e) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return fl_fail(e, FL_ERR_NOMEM, "%s: out of memory", path);
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+               "<testsuites tests=\"%d\" failures=\"%d\" time=\"%.3f\">\n"
+               "  <testsuite name=\"flare agents replay\" tests=\"%d\" failures=\"%d\" "
+               "errors=\"0\" skipped=\"0\" time=\"%.3f\">\n",
+            n, r->n_failing, secs, n, r->n_failing, secs);
+    for (int i = 0; i < n; i++) {
+        fprintf(f, "    <testcase classname=\"flare.agents.");
+        xml(f, rc[i].kind[0] ? rc[i].kind : "case");
+        fprintf(f, "\" name=\"");
+        xml(f, rc[i].path);
+        fprintf(f, "\" time=\"%.3f\"", rc[i].ms / 1000);
+        if (!rc[i].fails) {
+            fprintf(f, "/>\n");
+            continue;
+        }
+        fprintf(f, ">\n      <failure type=\"%s\" message=\"", rc[i].same ? "reproduced" : "new");
+        xml(f, rc[i].msg);
+        fprintf(f, "\">");
+        xml(f, rc[i].msg);
+        fprintf(f, "</failure>\n    </testcase>\n");
+    }
+    fprintf(f, "  </testsuite>\n</testsuites>\n");
+    if (fclose(f) != 0 || !buf) {
+        free(buf);
+        return fl_fail(e, FL_ERR_NOMEM, "%s: out of memory", path);
+    }
+    fl_status st = fl_file_write_atomic(path, buf, len, e);
+    free(buf);
+    return st;
+}
+
+fl_status fl_replay_run(const char *path, const fl_replay_opts *o, fl_replay_result *r,
+                        fl_err *e) {
+    memset(r, 0, sizeof *r);
+    char **paths = NULL, *loaded = NULL;
+    int n = 0;
+    fl_spec *spec = NULL;
+    fl_target *t = NULL;
+    fl_trace *tr = fl_trace_new();
+    rcase *rc = NULL;
+    fl_findings f = {0};
+    double t0 = fl_now();
+    fl_otlp_src *os = NULL; /* --otlp-listen / --otlp-file */
+    fl_rng trace_rng; /* new trace ids: a saved case's own was collected when it was found */
+    fl_rng_seed(&trace_rng, (uint64_t)(t0 * 1e9));
+    fl_status st = tr ? saved_case_list(path, &paths, &n, e) : fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    if (!st) st = fl_otlp_src_new(&o->target.otlp, &os, e);
+    if (!st && n && !(rc = calloc((size_t)n, sizeof *rc))) st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    if (!st && n) st = saved_target(&o->target, &t, e);
+    for (int i = 0; !st && i < n; i++) {
+        saved_case sc;
+        if ((st = saved_case_load(paths[i], &sc, e))) break;
+        if ((st = saved_spec(o->spec_path, sc.spec, &spec, &loaded, e)) ||
+            (st = fl_otlp_src_run(os, t, sc.c, &trace_rng, tr, e))) {
+            saved_case_free(&sc);
+            break;
+        }
+        fl_findings_clear(&f);
+        if ((st = fl_oracle_check(spec, sc.c, tr, NULL, &f, e))) {
+            saved_case_free(&sc);
+            break;
+        }
+        rcase *x = &rc[i];
+        x->path = paths[i];
+        x->ms = tr->ms;
+        snprintf(x->kind, sizeof x->kind, "%s", sc.kind ? sc.kind : "");
+        for (int k = 0; k < f.n; k++)
+            if (sc.signature && !strcmp(f.v[k].signature, sc.signature)) x->same = 1;
+        x->fails = f.n > 0;
+        if (f.n) {
+            const fl_finding *g = &f.v[0];
+            for (int k = 0; k < f.n; k++)
+                if (sc.signature && !strcmp(f.v[k].signature, sc.signature)) g = &f.v[k];
+            snprintf(x->msg, sizeof x->msg, "%s %s: %s%s", fl_finding_kind_name(g->kind),
+                     g->signature, g->message, x->same ? "" : " (a different finding)");
+        }
+        r->n_cases++;
+        r->n_failing += x->fails;
+        r->n_same += x->same;
+        r->n_fixed += !x->fails;
+        if (o->log)
+            fprintf(o->log, "%-5s %s%s%s\n", x->fails ? "FAIL" : "ok", paths[i],
+                    x->fails ? "  " : "", x->msg);
+        saved_case_free(&sc);
+    }
+    if (!st && o->junit_path) st = write_junit(o->junit_path, rc, r->n_cases, r, fl_now() - t0, e);
+    fl_findings_free(&f);
+    fl_target_free(t);
+    fl_otlp_src_free(os);
+    fl_trace_free(tr);
+    fl_spec_free(spec);
+    free(loaded);
+    free(rc);
+    saved_case_list_free(paths, n);
+    return st;
+}

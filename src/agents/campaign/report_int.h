@@ -1,0 +1,41 @@
+/* report_int.h — what report_data.c reads from an output folder, for the two writers (Markdown
+ * in report.c, HTML with SVG plots in report_html.c). */
+#ifndef FLARE_REPORT_INT_H
+#define FLARE_REPORT_INT_H
+
+#include "agents/campaign/campaign_int.h"
+
+/* Columns of plot_data (od_plot_header). */
+enum { PD_TIME, PD_EXECS, PD_EPS, PD_CORPUS, PD_FEATURES, PD_EDGES, PD_EDGES_ALLOWED, PD_INTER,
+       PD_INTRA, PD_FINDINGS, PD_HANGS, PD_COLS };
+
+typedef struct rp_finding {
+    saved_case s;
+    char rel[512];     /* path relative to the output folder, for links */
+    char input[128];   /* the turns, joined by " / " and cut (UTF-8 aware) */
+} rp_finding;
+
+typedef struct rp_data {
+    const char *out_dir;
+    od_kv stats;       /* fuzzer_stats (empty when missing) */
+    int n_rows;
+    double (*rows)[PD_COLS];
+    int n_find;
+    rp_finding *find;
+} rp_data;
+
+const char *rp_stat(const rp_data *d, const char *key); /* "" when missing */
+/* The summary table both reports open with: {label, fuzzer_stats key} */
+enum { RP_SUMMARY_ROWS = 17 };
+extern const char *const rp_summary[RP_SUMMARY_ROWS][2];
+
+/* Reading the folder (report_data.c): fuzzer_stats, plot_data and the findings (failures/,
+ * hangs/, sorted by the exec that found them); nothing missing is an error. */
+void rp_read(rp_data *d);
+void rp_read_findings(rp_data *d); /* the findings only */
+void rp_free(rp_data *d);
+
+/* The HTML report (report_html.c) into b. */
+fl_status rp_write_html(const rp_data *d, rp_buf *b);
+
+#endif

@@ -1,0 +1,138 @@
+/* AFL dictionaries (`-x dict`), the format AFL++ and libFuzzer share:
+ *
+ *     # comment
+ *     kw_select="SELECT"
+ *     header@2="\x89PNG"        # a level suffix (AFL's -x file@N); accepted, all levels kept
+ *     "bare value"
+ *
+ * Values are double-quoted; inside them \\ \" and \xNN are the only escapes, other bytes
+ * below 0x20 must be escaped. Unlike AFL (which rejects bytes above 0x7E) raw UTF-8 is
+ * accepted, because flare's tokens are text: 帮我="请帮我". For the same reason a value must
+ * decode to non-empty, valid UTF-8 without NUL bytes — a turn is a C string of text — so
+ * binary dictionaries written for file formats are refused with the line that is wrong.
+ * Whitespace may surround the name, '=' and the value; nothing may follow the closing quote.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "agents/mutate/mutate_int.h"
+
+#define TOKEN_MAX 1024
+
+static int hexval(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+static int is_ws(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+
+static fl_status push(mt_dict *d, const char *v, size_t n, fl_err *e) {
+    if (d->n == d->cap) {
+        int nc = d->cap ? d->cap * 2 : 64;
+        char **nt = realloc(d->tok, (size_t)nc * sizeof *nt);
+        if (!nt) return fl_fail(e, FL_ERR_NOMEM, "dictionary: out of memory");
+        d->tok = nt, d->cap = nc;
+    }
+    char *t = malloc(n + 1);
+    if (!t) return fl_fail(e, FL_ERR_NOMEM, "dictionary: out of memory");
+    memcpy(t, v, n);
+    t[n] = 0;
+    d->tok[d->n++] = t;
+    return FL_OK;
+}
+
+static fl_status parse_line(mt_dict *d, const char *s, size_t n, const char *name, int line,
+                            fl_err *e) {
+    size_t i = 0;
+    while (i < n && is_ws(s[i])) i++;
+    while (n > i && is_ws(s[n - 1])) n--;
+    if (i == n || s[i] == '#') return FL_OK;
+    if (s[i] != '"') { /* name or name@level, then '=' */
+        size_t a = i;
+        while (i < n && (mt_is_alnum((unsigned char)s[i]) || s[i] == '_' || s[i] == '-')) i++;
+        if (i == a)
+            return fl_fail(e, FL_ERR_FORMAT, "%s:%d: expected a name or a quoted value", name, line);
+        if (i < n && s[i] == '@') {
+            size_t l = ++i;
+            while (i < n && s[i] >= '0' && s[i] <= '9') i++;
+            if (i == l) return fl_fail(e, FL_ERR_FORMAT, "%s:%d: '@' must be followed by a level number", name, line);
+        }
+        while (i < n && is_ws(s[i])) i++;
+        if (i == n || s[i] != '=')
+            return fl_fail(e, FL_ERR_FORMAT, "%s:%d: expected '=' after the name '%.*s'", name,
+                           line, (int)(i - a), s + a);
+        i++;
+        while (i < n && is_ws(s[i])) i++;
+        if (i == n || s[i] != '"')
+            return fl_fail(e, FL_ERR_FORMAT, "%s:%d: expected a double-quoted value after '='", name, line);
+    }
+    if (n - i < 2 || s[n - 1] != '"')
+        return fl_fail(e, FL_ERR_FORMAT, "%s:%d: the value must end with '\"' (and nothing after it)",
+                       name, line);
+    char v[TOKEN_MAX];
+    size_t k = 0;
+    for (i++; i < n - 1; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (k == TOKEN_MAX)
+            return fl_fail(e, FL_ERR_FORMAT, "%s:%d: value longer than %d bytes", name, line, TOKEN_MAX);
+        if (c == '\\') {
+            if (i + 1 >= n - 1)
+                return fl_fail(e, FL_ERR_FORMAT, "%s:%d: '\\' at the end of the value", name, line);
+            char x = s[++i];
+            if (x == '\\' || x == '"') {
+                v[k++] = x;
+            } else if (x == 'x') {
+                int h = i + 2 < n - 1 ? hexval(s[i + 1]) : -1, l = h >= 0 ? hexval(s[i + 2]) : -1;
+                if (h < 0 || l < 0)
+                    return fl_fail(e, FL_ERR_FORMAT, "%s:%d: '\\x' must be followed by two hex digits",
+                                   name, line);
+                if (!h && !l)
+                    return fl_fail(e, FL_ERR_FORMAT, "%s:%d: \\x00 cannot be part of a text token",
+                                   name, line);
+                v[k++] = (char)(h * 16 + l);
+                i += 2;
+            } else {
+                return fl_fail(e, FL_ERR_FORMAT, "%s:%d: unknown escape '\\%c' (use \\\\, \\\" or \\xNN)",
+                               name, line, x >= 32 && x < 127 ? x : '?');
+            }
+        } else if (c == '"') {
+            return fl_fail(e, FL_ERR_FORMAT, "%s:%d: unescaped '\"' inside the value", name, line);
+        } else if (c < 32 || c == 127) {
+            return fl_fail(e, FL_ERR_FORMAT, "%s:%d: control character 0x%02x in the value (use \\xNN)",
+                           name, line, c);
+        } else {
+            v[k++] = (char)c;
+        }
+    }
+    if (!k) return fl_fail(e, FL_ERR_FORMAT, "%s:%d: empty value", name, line);
+    if (!fl_utf8_valid(v, k))
+        return fl_fail(e, FL_ERR_FORMAT, "%s:%d: the value is not valid UTF-8 text", name, line);
+    return push(d, v, k, e);
+}
+
+fl_status mt_dict_add_text(mt_dict *d, const char *text, size_t len, const char *name, fl_err *e) {
+    int n0 = d->n, line = 1;
+    fl_status st = FL_OK;
+    for (size_t i = 0; i < len && st == FL_OK; line++) {
+        const char *nl = memchr(text + i, '\n', len - i);
+        size_t j = nl ? (size_t)(nl - text) : len;
+        if (memchr(text + i, 0, j - i))
+            st = fl_fail(e, FL_ERR_FORMAT, "%s:%d: NUL byte in a text file", name, line);
+        else
+            st = parse_line(d, text + i, j - i, name, line, e);
+        i = j + 1;
+    }
+    if (st != FL_OK) { /* all or nothing */
+        for (int k = n0; k < d->n; k++) free(d->tok[k]);
+        d->n = n0;
+    }
+    return st;
+}
+
+void mt_dict_clear(mt_dict *d) {
+    for (int k = 0; k < d->n; k++) free(d->tok[k]);
+    free(d->tok);
+    memset(d, 0, sizeof *d);
+}

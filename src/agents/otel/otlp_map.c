@@ -1,0 +1,501 @@
+/* Spans of one trace -> protocol events (the rules and their sources: docs/agents-otel.md).
+ *
+ * Agent frameworks describe the same run in three attribute vocabularies: the OpenTelemetry
+ * GenAI semantic conventions (gen_ai.*), OpenInference (openinference.span.kind, input.value
+ * …) and OpenLLMetry/Traceloop (traceloop.span.kind, traceloop.entity.*). Each span is given
+ * one role by the first vocabulary that says something, then the span name; names, inputs and
+ * outputs are looked up in a fixed order of attribute keys. Events are produced per span and
+ * sorted by time (ties in span start order), so the result reads like the event lines a
+ * system would have written itself.
+ */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flare/agents/otlp.h"
+#include "flare/agents/protocol.h"
+
+/* ---- roles and names ----------------------------------------------------------------------- */
+static const char *const role_names[] = {"other", "workflow", "agent", "tool", "llm", "create_agent",
+                                         "handoff"};
+
+const char *fl_otlp_role_name(fl_otlp_role r) {
+    return (unsigned)r < sizeof role_names / sizeof role_names[0] ? role_names[r] : "?";
+}
+
+static int starts(const char *s, const char *prefix) { return !strncmp(s, prefix, strlen(prefix)); }
+
+/* The span name's first word as a gen_ai.operation.name ("invoke_agent Planner"). */
+static fl_otlp_role op_role(const char *op, int whole_word_only) {
+    static const struct { const char *op; fl_otlp_role r; } t[] = {
+        {"invoke_workflow", FL_OTLP_WORKFLOW}, {"invoke_agent", FL_OTLP_AGENT},
+        {"execute_tool", FL_OTLP_TOOL},        {"create_agent", FL_OTLP_CREATE_AGENT},
+        {"chat", FL_OTLP_LLM},                 {"text_completion", FL_OTLP_LLM},
+        {"generate_content", FL_OTLP_LLM},     {"embeddings", FL_OTLP_LLM},
+        {"handoff", FL_OTLP_HANDOFF},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        size_t n = strlen(t[i].op);
+        if (!strncmp(op, t[i].op, n) && (op[n] == 0 || (!whole_word_only && op[n] == ' ')))
+            return t[i].r;
+    }
+    return FL_OTLP_OTHER;
+}
+
+fl_otlp_role fl_otlp_classify(const fl_otlp_span *s) {
+    const char *v;
+    fl_otlp_role r;
+    /* 1. OpenTelemetry GenAI semantic conventions */
+    if ((v = fl_otlp_attr_str(s, "gen_ai.operation.name")) && (r = op_role(v, 1))) return r;
+    /* explicit handoffs (OpenAI Agents SDK handoff spans carry from_agent/to_agent) */
+    if (fl_otlp_attr_get(s, "to_agent")) return FL_OTLP_HANDOFF;
+    /* 2. OpenInference */
+    if ((v = fl_otlp_attr_str(s, "openinference.span.kind"))) {
+        if (!strcmp(v, "AGENT")) return FL_OTLP_AGENT;
+        if (!strcmp(v, "TOOL")) return FL_OTLP_TOOL;
+        if (!strcmp(v, "LLM") || !strcmp(v, "EMBEDDING") || !strcmp(v, "RERANKER")) return FL_OTLP_LLM;
+        if (!strcmp(v, "CHAIN") && !s->parent_id[0]) return FL_OTLP_WORKFLOW;
+    }
+    /* 3. OpenLLMetry / Traceloop */
+    if ((v = fl_otlp_attr_str(s, "traceloop.span.kind"))) {
+        if (!strcmp(v, "workflow")) return FL_OTLP_WORKFLOW;
+        if (!strcmp(v, "agent")) return FL_OTLP_AGENT;
+        if (!strcmp(v, "tool")) return FL_OTLP_TOOL;
+    }
+    if (fl_otlp_attr_get(s, "llm.request.type")) return FL_OTLP_LLM; /* Traceloop LLM spans */
+    /* 4. the span name */
+    if ((r = op_role(s->name, 0))) return r;
+    /* a model call described only by its provider (gen_ai.system before semconv 1.37) */
+    if (fl_otlp_attr_get(s, "gen_ai.provider.name") || fl_otlp_attr_get(s, "gen_ai.system"))
+        return FL_OTLP_LLM;
+    return FL_OTLP_OTHER;
+}
+
+static const char *first_attr(const fl_otlp_span *s, const char *const *keys) {
+    for (; *keys; keys++) {
+        const char *v = fl_otlp_attr_str(s, *keys);
+        if (v && v[0]) return v;
+    }
+    return NULL;
+}
+
+/* The rest of the span name after "<op> " when the name starts with one of the ops. */
+static const char *name_suffix(const fl_otlp_span *s, const char *op) {
+    size_t n = strlen(op);
+    return !strncmp(s->name, op, n) && s->name[n] == ' ' && s->name[n + 1] ? s->name + n + 1 : NULL;
+}
+
+/* traceloop.entity.name of a span whose traceloop.span.kind is kind. */
+static const char *traceloop_name(const fl_otlp_span *s, const char *kind) {
+    const char *k = fl_otlp_attr_str(s, "traceloop.span.kind");
+    const char *v = k && !strcmp(k, kind) ? fl_otlp_attr_str(s, "traceloop.entity.name") : NULL;
+    return v && v[0] ? v : NULL;
+}
+
+const char *fl_otlp_agent_name(const fl_otlp_span *s) {
+    static const char *const keys[] = {"gen_ai.agent.name", "agent.name", "graph.node.id", NULL};
+    const char *v = first_attr(s, keys);
+    if (!v) v = traceloop_name(s, "agent");
+    if (!v) v = name_suffix(s, "invoke_agent");
+    if (!v) v = name_suffix(s, "create_agent");
+    return v;
+}
+
+const char *fl_otlp_tool_name(const fl_otlp_span *s) {
+    static const char *const keys[] = {"gen_ai.tool.name", "tool.name", "tool_name", NULL};
+    const char *v = first_attr(s, keys);
+    if (!v) v = traceloop_name(s, "tool");
+    if (!v) v = name_suffix(s, "execute_tool");
+    return v;
+}
+
+static const char *const input_keys[] = {"gen_ai.input.messages", "input.value",
+                                         "traceloop.entity.input", "gen_ai.prompt", NULL};
+static const char *const output_keys[] = {"gen_ai.output.messages", "output.value",
+                                          "traceloop.entity.output", "gen_ai.completion", NULL};
+static const char *const args_keys[] = {"gen_ai.tool.call.arguments", "input.value",
+                                        "traceloop.entity.input", NULL};
+static const char *const result_keys[] = {"gen_ai.tool.call.result", "output.value",
+                                          "traceloop.entity.output", NULL};
+
+/* ---- the events, collected with their times, then sorted ----------------------------------- */
+typedef struct mev {
+    uint64_t t;
+    int seq;
+    fl_event ev;
+} mev;
+
+typedef struct evlist {
+    mev *v;
+    int n, cap;
+    int oom;
+} evlist;
+
+static char *dupn(const char *s) { return s ? fl_utf8_dup(s, strlen(s)) : NULL; }
+
+static void ev_free(fl_event *ev) {
+    free(ev->agent), free(ev->to), free(ev->tool), free(ev->point), free(ev->choice);
+    free(ev->content), free(ev->arguments);
+}
+
+static void add(evlist *L, uint64_t t, fl_event ev) {
+    if (L->oom) return;
+    if (L->n == L->cap) {
+        int cap = L->cap ? 2 * L->cap : 16;
+        mev *nv = realloc(L->v, (size_t)cap * sizeof *nv);
+        if (!nv) { L->oom = 1; return; }
+        L->v = nv;
+        L->cap = cap;
+    }
+    fl_event d = ev;
+    d.agent = dupn(ev.agent), d.to = dupn(ev.to), d.tool = dupn(ev.tool), d.point = dupn(ev.point);
+    d.choice = dupn(ev.choice), d.content = dupn(ev.content), d.arguments = dupn(ev.arguments);
+    if ((ev.agent && !d.agent) || (ev.to && !d.to) || (ev.tool && !d.tool) || (ev.point && !d.point) ||
+        (ev.choice && !d.choice) || (ev.content && !d.content) || (ev.arguments && !d.arguments)) {
+        ev_free(&d);
+        L->oom = 1;
+        return;
+    }
+    L->v[L->n] = (mev){t, L->n, d};
+    L->n++;
+}
+
+static int mev_cmp(const void *a, const void *b) {
+    const mev *x = a, *y = b;
+    if (x->t != y->t) return x->t < y->t ? -1 : 1;
+    return x->seq - y->seq;
+}
+
+/* Message text: gen_ai.*.messages are JSON arrays of {role, parts:[{type:"text",content}]}
+ * (semconv 1.37); their text parts are joined. Anything else is used as it is. */
+static char *message_text(const char *v) {
+    cJSON *j = v ? cJSON_Parse(v) : NULL;
+    char *out = NULL;
+    if (cJSON_IsArray(j)) {
+        size_t cap = strlen(v) + 1, n = 0;
+        out = malloc(cap);
+        const cJSON *m, *p;
+        cJSON_ArrayForEach(m, j) {
+            const cJSON *parts = cJSON_GetObjectItemCaseSensitive(m, "parts");
+            cJSON_ArrayForEach(p, parts) {
+                const cJSON *c = cJSON_GetObjectItemCaseSensitive(p, "content");
+                const cJSON *ty = cJSON_GetObjectItemCaseSensitive(p, "type");
+                if (!out || !cJSON_IsString(c) || (cJSON_IsString(ty) && strcmp(ty->valuestring, "text")))
+                    continue;
+                size_t l = strlen(c->valuestring);
+                if (n + l + 2 > cap) continue; /* cannot happen: text is shorter than its JSON */
+                if (n) out[n++] = '\n';
+                memcpy(out + n, c->valuestring, l);
+                n += l;
+            }
+        }
+        if (out) out[n] = 0;
+        if (out && !n) free(out), out = NULL;
+    }
+    cJSON_Delete(j);
+    return out ? out : dupn(v ? v : "");
+}
+
+/* Tool arguments as compact JSON text: a JSON string attribute is parsed, anything else is
+ * quoted as a JSON string. */
+static char *json_text(const char *v) {
+    cJSON *j = cJSON_Parse(v);
+    if (!j) j = cJSON_CreateString(v);
+    char *s = j ? cJSON_PrintUnformatted(j) : NULL;
+    cJSON_Delete(j);
+    char *out = s ? fl_utf8_dup(s, strlen(s)) : NULL;
+    free(s);
+    return out;
+}
+
+static int is_error(const fl_otlp_span *s) {
+    return s->status_code == 2 || fl_otlp_attr_get(s, "error.type");
+}
+
+static const char *error_text(const fl_otlp_span *s) {
+    if (s->status_msg) return s->status_msg;
+    const char *v = fl_otlp_attr_str(s, "error.type");
+    return v && v[0] ? v : "error";
+}
+
+/* ---- the mapping --------------------------------------------------------------------------- */
+typedef struct mctx {
+    const fl_otlp_span *sp;
+    int n;
+    fl_otlp_role *role;
+    int *parent; /* index of the parent span within the trace, -1 */
+    char *usage_below; /* 1: a descendant reports token usage */
+} mctx;
+
+static const char *agent_of(const mctx *m, int i) {
+    const char *a = fl_otlp_agent_name(&m->sp[i]);
+    if (a) return a;
+    return m->role[i] == FL_OTLP_AGENT ? m->sp[i].name : NULL;
+}
+
+/* The nearest agent span above i (not i itself), -1. Bounded against parent cycles. */
+static int agent_above(const mctx *m, int i) {
+    for (int k = 0, p = m->parent[i]; p >= 0 && k < m->n; p = m->parent[p], k++)
+        if (m->role[p] == FL_OTLP_AGENT) return p;
+    return -1;
+}
+
+/* The agent a tool/branch belongs to: its own agent attribute, else the enclosing agent. */
+static const char *context_agent(const mctx *m, int i) {
+    const char *a = m->role[i] == FL_OTLP_AGENT ? agent_of(m, i) : fl_otlp_agent_name(&m->sp[i]);
+    if (a) return a;
+    int p = agent_above(m, i);
+    return p >= 0 ? agent_of(m, p) : "unknown";
+}
+
+/* Pending handoff targets: an agent span whose arrival a handoff already announced draws no
+ * implicit edge. Names match loosely (case, and ' ' '-' '_' alike), because a transfer tool is
+ * named after the agent in snake case ("transfer_to_french_agent" for "French Agent"); the
+ * handoff message then takes the agent's own spelling. */
+typedef struct pend {
+    const char *names[64];
+    int ev[64]; /* index of the MESSAGE event in the list */
+    int n;
+} pend;
+
+static void pend_add(pend *p, const char *name, int ev) {
+    if (p->n < 64) p->names[p->n] = name, p->ev[p->n++] = ev;
+}
+
+static int loose_eq(const char *a, const char *b) {
+    for (;; a++, b++) {
+        int x = (unsigned char)*a, y = (unsigned char)*b;
+        x = x == ' ' || x == '-' ? '_' : x >= 'A' && x <= 'Z' ? x + 32 : x;
+        y = y == ' ' || y == '-' ? '_' : y >= 'A' && y <= 'Z' ? y + 32 : y;
+        if (x != y) return 0;
+        if (!x) return 1;
+    }
+}
+
+/* The pending entry announcing name, -1. Its message takes name's spelling. */
+static int pend_find(pend *p, evlist *L, const char *name) {
+    for (int i = 0; i < p->n; i++) {
+        if (!loose_eq(p->names[i], name)) continue;
+        int k = p->ev[i];
+        if (k >= 0 && k < L->n && strcmp(L->v[k].ev.to, name)) {
+            char *to = dupn(name);
+            if (!to) L->oom = 1;
+            else free(L->v[k].ev.to), L->v[k].ev.to = to;
+        }
+        return i;
+    }
+    return -1;
+}
+
+static int pend_take(pend *p, evlist *L, const char *name) {
+    int i = pend_find(p, L, name);
+    if (i < 0) return 0;
+    p->names[i] = p->names[p->n - 1], p->ev[i] = p->ev[p->n - 1], p->n--;
+    return 1;
+}
+
+static int64_t usage(const fl_otlp_span *s, int out) {
+    static const char *const in_keys[] = {"gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens",
+                                          "llm.token_count.prompt", NULL};
+    static const char *const out_keys[] = {"gen_ai.usage.output_tokens",
+                                           "gen_ai.usage.completion_tokens",
+                                           "llm.token_count.completion", NULL};
+    int64_t v;
+    for (const char *const *k = out ? out_keys : in_keys; *k; k++)
+        if (fl_otlp_attr_int(s, *k, &v) && v > 0) return v;
+    return 0;
+}
+
+static int start_cmp(const fl_otlp_span *sp, int a, int b) {
+    if (sp[a].start_ns != sp[b].start_ns) return sp[a].start_ns < sp[b].start_ns ? -1 : 1;
+    return a - b;
+}
+
+static void map_spans(const mctx *m, const int *order, evlist *L, int64_t *tin, int64_t *tout) {
+    const fl_otlp_span *sp = m->sp;
+    pend pending = {{0}, {0}, 0};
+    const char *prev_top = "user";
+    char *buf;
+    for (int oi = 0; oi < m->n; oi++) {
+        int i = order[oi];
+        const fl_otlp_span *s = &sp[i];
+        switch (m->role[i]) {
+        case FL_OTLP_HANDOFF: {
+            const char *to = fl_otlp_attr_str(s, "to_agent");
+            const char *from = fl_otlp_attr_str(s, "from_agent");
+            if (!to || !to[0]) break;
+            if (!from || !from[0]) from = context_agent(m, i);
+            /* the SDK's handoff span after its transfer_to_<x> tool span: one edge, not two */
+            if (pend_find(&pending, L, to) >= 0) break;
+            buf = message_text(first_attr(s, input_keys));
+            if (!buf) L->oom = 1;
+            add(L, s->start_ns, (fl_event){.kind = FL_EV_MESSAGE, .agent = (char *)from, .to = (char *)to,
+                                           .content = buf});
+            free(buf);
+            pend_add(&pending, to, L->n - 1);
+            break;
+        }
+        case FL_OTLP_TOOL: {
+            const char *agent = context_agent(m, i), *tool = fl_otlp_tool_name(s);
+            if (!tool) tool = s->name;
+            const char *args = first_attr(s, args_keys), *res = first_attr(s, result_keys);
+            buf = args ? json_text(args) : NULL;
+            if (args && !buf) L->oom = 1;
+            add(L, s->start_ns, (fl_event){.kind = FL_EV_TOOL_CALL, .agent = (char *)agent,
+                                           .tool = (char *)tool, .arguments = buf});
+            free(buf);
+            if (starts(tool, "transfer_to_") && tool[12]) {
+                add(L, s->start_ns, (fl_event){.kind = FL_EV_MESSAGE, .agent = (char *)agent,
+                                               .to = (char *)tool + 12, .content = (char *)""});
+                pend_add(&pending, tool + 12, L->n - 1);
+            }
+            int ok = !is_error(s);
+            add(L, s->end_ns, (fl_event){.kind = FL_EV_TOOL_RESULT, .agent = (char *)agent, .tool = (char *)tool,
+                                         .ok = ok, .content = (char *)(res ? res : ok ? "" : error_text(s))});
+            break;
+        }
+        case FL_OTLP_AGENT: {
+            const char *name = agent_of(m, i);
+            int up = agent_above(m, i);
+            const char *from = up >= 0 ? agent_of(m, up) : prev_top;
+            if (up < 0) prev_top = name;
+            if (!pend_take(&pending, L, name) && strcmp(from, name)) {
+                buf = message_text(first_attr(s, input_keys));
+                if (!buf) L->oom = 1;
+                add(L, s->start_ns, (fl_event){.kind = FL_EV_MESSAGE, .agent = (char *)from,
+                                               .to = (char *)name, .content = buf});
+                free(buf);
+            }
+            if (is_error(s))
+                add(L, s->end_ns, (fl_event){.kind = FL_EV_ERROR, .agent = (char *)name,
+                                             .content = (char *)error_text(s)});
+            break;
+        }
+        default: break;
+        }
+        /* branches: span events named flare.branch (flare's own extension, see the docs) */
+        for (int k = 0; k < s->n_events; k++) {
+            const fl_otlp_event *ev = &s->events[k];
+            if (strcmp(ev->name, "flare.branch")) continue;
+            const char *point = NULL, *choice = NULL, *agent = NULL;
+            for (int a = 0; a < ev->n_attrs; a++) {
+                if (!strcmp(ev->attrs[a].key, "point")) point = ev->attrs[a].text;
+                if (!strcmp(ev->attrs[a].key, "choice")) choice = ev->attrs[a].text;
+                if (!strcmp(ev->attrs[a].key, "agent")) agent = ev->attrs[a].text;
+            }
+            if (!point || !choice) continue;
+            add(L, ev->time_ns ? ev->time_ns : s->start_ns,
+                (fl_event){.kind = FL_EV_BRANCH, .agent = (char *)(agent ? agent : context_agent(m, i)),
+                           .point = (char *)point, .choice = (char *)choice});
+        }
+        /* tokens: only spans without a descendant reporting usage (no double counting of
+         * totals that frameworks also put on agent spans) */
+        int64_t ui = usage(s, 0), uo = usage(s, 1);
+        if ((ui || uo) && !m->usage_below[i]) *tin += ui, *tout += uo;
+    }
+    /* the final answer: the outermost workflow span's output, else the root span's, else the
+     * last top-level agent's */
+    int pick = -1;
+    for (int pass = 0; pass < 3 && pick < 0; pass++)
+        for (int oi = 0; oi < m->n; oi++) {
+            int i = pass == 2 ? order[m->n - 1 - oi] : order[oi];
+            int fits = pass == 0 ? m->role[i] == FL_OTLP_WORKFLOW
+                     : pass == 1 ? m->parent[i] < 0
+                                 : m->role[i] == FL_OTLP_AGENT && agent_above(m, i) < 0;
+            if (fits && first_attr(&sp[i], output_keys)) { pick = i; break; }
+        }
+    if (pick >= 0) {
+        buf = message_text(first_attr(&sp[pick], output_keys));
+        if (!buf) L->oom = 1;
+        uint64_t tmax = 0;
+        for (int i = 0; i < m->n; i++) tmax = sp[i].end_ns > tmax ? sp[i].end_ns : tmax;
+        add(L, tmax, (fl_event){.kind = FL_EV_OUTPUT, .content = buf});
+        free(buf);
+    }
+}
+
+/* qsort has no context argument in C11; mapping runs on one thread at a time per call site,
+ * but campaigns may map on several threads: the comparator reads the ids through a
+ * thread-local pointer. */
+static _Thread_local const fl_otlp_span *g_ids;
+static int id_cmp(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b, c = strcmp(g_ids[x].span_id, g_ids[y].span_id);
+    return c ? c : x - y;
+}
+
+static int order_cmp(const void *a, const void *b) {
+    return start_cmp(g_ids, *(const int *)a, *(const int *)b);
+}
+
+fl_status fl_otlp_map(const fl_otlp_span *spans, int n, fl_trace *out, fl_err *e) {
+    if (n <= 0) return FL_OK;
+    mctx m = {spans, n, calloc((size_t)n, sizeof *m.role), calloc((size_t)n, sizeof *m.parent),
+              calloc((size_t)n, 1)};
+    int *order = calloc((size_t)n, sizeof *order), *byid = calloc((size_t)n, sizeof *byid);
+    evlist L = {0};
+    fl_status st = FL_OK;
+    if (!m.role || !m.parent || !m.usage_below || !order || !byid) goto nomem;
+    uint64_t t0 = UINT64_MAX;
+    for (int i = 0; i < n; i++) {
+        m.role[i] = fl_otlp_classify(&spans[i]);
+        m.parent[i] = -1;
+        order[i] = i;
+        if (spans[i].start_ns < t0) t0 = spans[i].start_ns;
+    }
+    /* parents: span ids sorted once, then a binary search per span */
+    for (int i = 0; i < n; i++) byid[i] = i;
+    g_ids = spans;
+    qsort(byid, (size_t)n, sizeof *byid, id_cmp);
+    for (int i = 0; i < n; i++) {
+        if (!spans[i].parent_id[0]) continue;
+        int lo = 0, hi = n - 1;
+        while (lo <= hi) {
+            int mid = (lo + hi) / 2, c = strcmp(spans[byid[mid]].span_id, spans[i].parent_id);
+            if (!c) { m.parent[i] = byid[mid] != i ? byid[mid] : -1; break; }
+            if (c < 0) lo = mid + 1;
+            else hi = mid - 1;
+        }
+    }
+    /* spans below which usage is reported (bounded walk: ids may form cycles) */
+    for (int i = 0; i < n; i++) {
+        if (!usage(&spans[i], 0) && !usage(&spans[i], 1)) continue;
+        for (int k = 0, p = m.parent[i]; p >= 0 && k < n && !m.usage_below[p]; p = m.parent[p], k++)
+            m.usage_below[p] = 1;
+    }
+    /* span indices by start time, ties in arrival order */
+    g_ids = spans;
+    qsort(order, (size_t)n, sizeof *order, order_cmp);
+    map_spans(&m, order, &L, &out->tokens_in, &out->tokens_out);
+    if (L.oom) goto nomem;
+    if (L.n) qsort(L.v, (size_t)L.n, sizeof *L.v, mev_cmp);
+    /* append, before a trailing DONE */
+    int has_done = out->n_events > 0 && out->events[out->n_events - 1].kind == FL_EV_DONE;
+    if (out->n_events + L.n > out->cap_events) {
+        int cap = out->cap_events ? out->cap_events : 16;
+        while (cap < out->n_events + L.n) cap *= 2;
+        fl_event *ne = realloc(out->events, (size_t)cap * sizeof *ne);
+        if (!ne) goto nomem;
+        out->events = ne;
+        out->cap_events = cap;
+    }
+    fl_event done;
+    if (has_done) done = out->events[--out->n_events];
+    for (int i = 0; i < L.n; i++) {
+        L.v[i].ev.t_ms = (double)(L.v[i].t - (L.v[i].t >= t0 ? t0 : L.v[i].t)) / 1e6;
+        out->events[out->n_events++] = L.v[i].ev;
+    }
+    if (has_done) out->events[out->n_events++] = done;
+    L.n = 0;
+    goto done;
+nomem:
+    st = fl_fail(e, FL_ERR_NOMEM, "OTLP: out of memory mapping %d spans", n);
+done:
+    for (int i = 0; i < L.n; i++) ev_free(&L.v[i].ev);
+    free(L.v);
+    free(m.role);
+    free(m.parent);
+    free(m.usage_below);
+    free(order);
+    free(byid);
+    return st;
+}

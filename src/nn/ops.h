@@ -23,4 +23,15 @@ fl_status fl_node_check_arity(const fl_node *n, int min_in, int max_in, int min_
 /* Set the shape of output i (activations are allocated later by the planner). */
 void fl_node_set_out_shape(fl_model *m, fl_node *n, int i, int ndim, const int64_t *shape);
 
+/* Map axis in [-rank, rank) to [0, rank); -1 when out of range. */
+int fl_norm_axis(int64_t axis, int rank);
+/* Read a 0-D or 1-D integer tensor (stored as floats) of at most `max` entries into out, e.g.
+ * Reshape's shape or Slice's starts, at planning time. `what` names the input in errors. */
+fl_status fl_node_read_ints(const fl_node *n, const fl_tensor *t, const char *what, int max,
+                            int64_t *out, int *count, fl_err *e);
+/* Mark each axis (normalised against `rank`) in flags[FL_MAX_DIMS]; fails naming the node on
+ * an axis out of range or given twice. */
+fl_status fl_node_mark_axes(const fl_node *n, const int64_t *axes, int count, int rank,
+                            uint8_t *flags, fl_err *e);
+
 #endif

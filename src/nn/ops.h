@@ -16,6 +16,8 @@ extern const fl_op *const fl_ops_shape[];       /* Flatten, Reshape, Squeeze, Un
                                                    Shape, Constant, Cast */
 extern const fl_op *const fl_ops_layout[];      /* Transpose, Concat, Gather */
 extern const fl_op *const fl_ops_pad[];         /* Pad */
+extern const fl_op *const fl_ops_reduce[];      /* ReduceSum, ReduceMean, ReduceMax, ReduceMin,
+                                                   ReduceL1, ReduceL2, ReduceSumSquare */
 
 /* Check input/output counts: fails naming the node when n_in is outside [min_in, max_in]
  * (optional trailing inputs may be -1) or n_out outside [min_out, max_out]. */

@@ -9,7 +9,7 @@
 static const fl_op *const *const families[] = {
     fl_ops_conv, fl_ops_pool, fl_ops_gemm, fl_ops_elementwise,
     fl_ops_activation, fl_ops_norm, fl_ops_shape, fl_ops_layout, fl_ops_pad,
-    fl_ops_reduce,
+    fl_ops_reduce, fl_ops_slice,
 };
 
 const fl_op *fl_op_find(const char *op_type) {
@@ -36,8 +36,10 @@ int fl_norm_axis(int64_t axis, int rank) {
     return (int)(axis < 0 ? axis + rank : axis);
 }
 
-fl_status fl_node_read_ints(const fl_node *n, const fl_tensor *t, const char *what, int max,
-                            int64_t *out, int *count, fl_err *e) {
+/* saturate: values beyond +-2^24 become +-2^62 instead of failing (Slice's "to the end"
+ * INT64_MAX, which the float store holds only approximately). */
+static fl_status read_ints(const fl_node *n, const fl_tensor *t, const char *what, int max,
+                           int saturate, int64_t *out, int *count, fl_err *e) {
     if (t->ndim > 1)
         return fl_fail(e, FL_ERR_SHAPE, "node '%s' (%s): %s must be 1-D, has %d dims", n->name,
                        n->op->name, what, t->ndim);
@@ -49,6 +51,10 @@ fl_status fl_node_read_ints(const fl_node *n, const fl_tensor *t, const char *wh
                        n->name, n->op->name, what);
     for (int64_t i = 0; i < t->size; i++) {
         float v = t->data[i];
+        if (saturate && isfinite(v) && fabsf(v) > 16777216.0f) {
+            out[i] = v > 0 ? (int64_t)1 << 62 : -((int64_t)1 << 62);
+            continue;
+        }
         if (!isfinite(v) || v != floorf(v) || fabsf(v) > 16777216.0f)
             return fl_fail(e, FL_ERR_FORMAT, "node '%s' (%s): %s[%lld] = %g is not an integer",
                            n->name, n->op->name, what, (long long)i, (double)v);
@@ -56,6 +62,16 @@ fl_status fl_node_read_ints(const fl_node *n, const fl_tensor *t, const char *wh
     }
     *count = (int)t->size;
     return FL_OK;
+}
+
+fl_status fl_node_read_ints(const fl_node *n, const fl_tensor *t, const char *what, int max,
+                            int64_t *out, int *count, fl_err *e) {
+    return read_ints(n, t, what, max, 0, out, count, e);
+}
+
+fl_status fl_node_read_index_ints(const fl_node *n, const fl_tensor *t, const char *what, int max,
+                                  int64_t *out, int *count, fl_err *e) {
+    return read_ints(n, t, what, max, 1, out, count, e);
 }
 
 fl_status fl_node_mark_axes(const fl_node *n, const int64_t *axes, int count, int rank,

@@ -16,6 +16,7 @@ extern const fl_op *const fl_ops_shape[];       /* Flatten, Reshape, Squeeze, Un
                                                    Shape, Constant, Cast */
 extern const fl_op *const fl_ops_layout[];      /* Transpose, Concat, Gather */
 extern const fl_op *const fl_ops_pad[];         /* Pad */
+extern const fl_op *const fl_ops_slice[];       /* Slice, Split */
 extern const fl_op *const fl_ops_reduce[];      /* ReduceSum, ReduceMean, ReduceMax, ReduceMin,
                                                    ReduceL1, ReduceL2, ReduceSumSquare */
 
@@ -32,6 +33,10 @@ int fl_norm_axis(int64_t axis, int rank);
  * Reshape's shape or Slice's starts, at planning time. `what` names the input in errors. */
 fl_status fl_node_read_ints(const fl_node *n, const fl_tensor *t, const char *what, int max,
                             int64_t *out, int *count, fl_err *e);
+/* The same for positions that may say "to the end" with a huge value (Slice's starts and
+ * ends): magnitudes beyond 2^24 read as +-2^62 (callers clamp them to the dim). */
+fl_status fl_node_read_index_ints(const fl_node *n, const fl_tensor *t, const char *what, int max,
+                                  int64_t *out, int *count, fl_err *e);
 /* Mark each axis (normalised against `rank`) in flags[FL_MAX_DIMS]; fails naming the node on
  * an axis out of range or given twice. */
 fl_status fl_node_mark_axes(const fl_node *n, const int64_t *axes, int count, int rank,

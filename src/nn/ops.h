@@ -8,7 +8,7 @@
 extern const fl_op *const fl_ops_conv[];        /* Conv, ConvTranspose */
 extern const fl_op *const fl_ops_pool[];        /* MaxPool, AveragePool, GlobalAveragePool */
 extern const fl_op *const fl_ops_gemm[];        /* Gemm, MatMul */
-extern const fl_op *const fl_ops_elementwise[]; /* Add, Sub, Mul, Div (broadcasting) */
+extern const fl_op *const fl_ops_elementwise[]; /* Add, Sub, Mul, Div, Pow (broadcasting) */
 extern const fl_op *const fl_ops_activation[];  /* Relu, LeakyRelu, Sigmoid, Tanh, Softmax,
                                                    LogSoftmax, Clip, Dropout, Identity */
 extern const fl_op *const fl_ops_norm[];        /* BatchNormalization */
@@ -17,6 +17,9 @@ extern const fl_op *const fl_ops_shape[];       /* Flatten, Reshape, Squeeze, Un
 extern const fl_op *const fl_ops_layout[];      /* Transpose, Concat, Gather */
 extern const fl_op *const fl_ops_pad[];         /* Pad */
 extern const fl_op *const fl_ops_slice[];       /* Slice, Split */
+extern const fl_op *const fl_ops_unary[];       /* Exp, Log, Sqrt, Neg, Abs, Reciprocal, Erf,
+                                                   Floor, Ceil, HardSigmoid, HardSwish, Gelu,
+                                                   Softplus, Softsign, Mish, Elu, Selu */
 extern const fl_op *const fl_ops_reduce[];      /* ReduceSum, ReduceMean, ReduceMax, ReduceMin,
                                                    ReduceL1, ReduceL2, ReduceSumSquare */
 

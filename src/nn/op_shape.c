@@ -372,7 +372,8 @@ static const fl_op op_constant = {"Constant", constant_init, constant_shape, con
 enum { DT_FLOAT = 1, DT_INT32 = 6, DT_INT64 = 7, DT_BOOL = 9, DT_DOUBLE = 11 };
 
 static fl_status cast_init(fl_model *m, fl_node *n, fl_err *e) {
-    static const char *const known[] = {"to", NULL};
+    /* saturate (opset 19) concerns float8 targets only, which are refused below */
+    static const char *const known[] = {"to", "saturate", NULL};
     fl_status st = init_common(n, known, 1, 1, e);
     if (st != FL_OK) return st;
     const fl_attr *a = fl_node_attr(n, "to");

@@ -13,6 +13,7 @@ extern const fl_op *const fl_ops_activation[];  /* Relu, LeakyRelu, Sigmoid, Tan
                                                    LogSoftmax, Clip, Dropout, Identity */
 extern const fl_op *const fl_ops_norm[];        /* BatchNormalization */
 extern const fl_op *const fl_ops_layernorm[];   /* LayerNormalization */
+extern const fl_op *const fl_ops_variadic[];    /* Sum, Mean, Max, Min (broadcasting) */
 extern const fl_op *const fl_ops_shape[];       /* Flatten, Reshape, Squeeze, Unsqueeze,
                                                    Shape, Constant, Cast */
 extern const fl_op *const fl_ops_layout[];      /* Transpose, Concat, Gather */

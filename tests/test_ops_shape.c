@@ -1,4 +1,4 @@
-/* Shape and layout ops: Flatten, Reshape, Squeeze, Unsqueeze, Shape, Constant, Cast,
+/* Shape and layout ops: Flatten, Reshape, Squeeze, Unsqueeze, Shape, Size, Constant, Cast,
  * Transpose, Concat, Gather — known values, gradients, and the errors they must report. */
 #include "opcheck.h"
 
@@ -495,6 +495,18 @@ static void test_shape_chain(void **state) {
     fl_model_free(m);
 }
 
+/* Size: a 0-D int64 count, no gradient. */
+static void test_size(void **state) {
+    fl_tensor x = T(3, SHP(2, 3, 4), NULL);
+    const fl_value_kind k[1] = {I};
+    fl_model *m = must_run("Size", 1, &x, k, 0, NULL, 13);
+    assert_shape(fl_model_output(m, 0), 0, NULL);
+    assert_values(fl_model_output(m, 0), VALS(24));
+    assert_int_equal(m->values[m->outputs[0]].onnx_dtype, 7);
+    fl_model_free(m);
+    fl_tensor_free(&x);
+}
+
 /* Arity errors are caught when the node is added. */
 static void test_arity(void **state) {
     fl_tensor x = T(1, SHP(2), NULL);
@@ -518,7 +530,7 @@ int main(void) {
         cmocka_unit_test(test_transpose),    cmocka_unit_test(test_concat),
         cmocka_unit_test(test_gather),       cmocka_unit_test(test_gradients),
         cmocka_unit_test(test_gather_scatter_add), cmocka_unit_test(test_shape_chain),
-        cmocka_unit_test(test_arity),
+        cmocka_unit_test(test_size),         cmocka_unit_test(test_arity),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

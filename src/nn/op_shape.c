@@ -1,5 +1,5 @@
 /* Shape-only ops — Flatten, Reshape, Squeeze, Unsqueeze — and the small integer ops that
- * feed them: Shape, Constant, Cast. (Data-moving layout ops — Transpose, Concat, Gather —
+ * feed them: Shape, Size, Constant, Cast. (Data-moving layout ops — Transpose, Concat, Gather —
  * are in op_layout.c.)
  *
  * Flatten, Reshape, Squeeze and Unsqueeze keep the elements in row-major order and only
@@ -301,6 +301,22 @@ static void shape_forward(fl_model *m, fl_node *n) {
 }
 static const fl_op op_shape = {"Shape", shape_init, shape_shape, shape_forward, NULL, shape_free};
 
+/* ---- Size: the input's element count as a 0-D int64 tensor --------------------------------- */
+static fl_status size_init(fl_model *m, fl_node *n, fl_err *e) {
+    static const char *const known[] = {NULL};
+    fl_status st = init_common(n, known, 1, 1, e);
+    if (st == FL_OK) m->values[n->out[0]].onnx_dtype = 7;
+    return st;
+}
+static fl_status size_shape(fl_model *m, fl_node *n, fl_err *e) {
+    fl_node_set_out_shape(m, n, 0, 0, NULL);
+    return FL_OK;
+}
+static void size_forward(fl_model *m, fl_node *n) {
+    fl_out(m, n, 0)->data[0] = (float)fl_in(m, n, 0)->size;
+}
+static const fl_op op_size = {"Size", size_init, size_shape, size_forward, NULL, shape_free};
+
 /* ---- Constant ---------------------------------------------------------------------------------- */
 /* ONNX dtypes whose values flare holds as floats: float, uint8, int8, uint16, int16, int32,
  * int64, bool, double, uint32, uint64 (every integer flare reads is far below 2^24). */
@@ -419,4 +435,4 @@ static const fl_op op_cast = {"Cast", cast_init, cast_shape, cast_forward, cast_
                               shape_free};
 
 const fl_op *const fl_ops_shape[] = {&op_flatten, &op_reshape, &op_squeeze, &op_unsqueeze,
-                                     &op_shape, &op_constant, &op_cast, NULL};
+                                     &op_shape, &op_size, &op_constant, &op_cast, NULL};

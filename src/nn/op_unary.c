@@ -14,6 +14,8 @@
 
 static inline float softplus(float x) { return x > 0 ? x + log1pf(expf(-x)) : log1pf(expf(x)); }
 static inline float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+/* min(1, max(0, v)) with selects: fminf / fmaxf keep the loops they are in from vectorising */
+static inline float clamp01(float v) { return v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v; }
 
 /* Gelu: exact x * Phi(x) (approximate = "none"), or the tanh form (approximate = "tanh"). */
 #define GELU_K 0.7978845608f /* sqrt(2 / pi) */
@@ -44,9 +46,9 @@ static inline float mish_grad(float x) {
     X(ERF, "Erf", erff(x), 1.1283791671f * expf(-x * x))                                          \
     X(FLOOR, "Floor", floorf(x), 0.0f)                                                            \
     X(CEIL, "Ceil", ceilf(x), 0.0f)                                                               \
-    X(HARDSIGMOID, "HardSigmoid", fmaxf(0.0f, fminf(1.0f, a * x + b)),                            \
+    X(HARDSIGMOID, "HardSigmoid", clamp01(a * x + b),                                             \
       a * x + b > 0 && a * x + b < 1 ? a : 0.0f)                                                  \
-    X(HARDSWISH, "HardSwish", x * fmaxf(0.0f, fminf(1.0f, x / 6.0f + 0.5f)),                      \
+    X(HARDSWISH, "HardSwish", x * clamp01(x / 6.0f + 0.5f),                                       \
       x < -3 ? 0.0f : x > 3 ? 1.0f : x / 3.0f + 0.5f)                                             \
     X(GELU, "Gelu", gelu(x, b != 0), gelu_grad(x, b != 0))                                        \
     X(SOFTPLUS, "Softplus", softplus(x), sigmoid(x))                                              \

@@ -459,15 +459,40 @@ static void test_unsupported_op(void **state) {
     assert_int_equal(b_load(&b, &m, &e), FL_ERR_UNSUPPORTED);
     assert_non_null(strstr(e.msg, "com.microsoft"));
 
-    /* opsets outside 9..17 */
-    for (int opset = 8; opset <= 18; opset += 10) {
+    /* opsets outside 7..21 */
+    for (int opset = 6; opset <= 22; opset += 16) {
         b_init(&b, opset);
         b_input(&b, "x", 2, x_dims);
         b_node(&b, "Relu", "r", "x", "y");
         b_output(&b, "y");
         assert_int_equal(b_load(&b, &m, &e), FL_ERR_UNSUPPORTED);
-        assert_non_null(strstr(e.msg, opset == 8 ? "opset 8" : "opset 18"));
+        assert_non_null(strstr(e.msg, opset == 6 ? "opset 6" : "opset 22"));
+        assert_non_null(strstr(e.msg, "(7..21 are)"));
     }
+    /* opsets 7 and 21 load */
+    for (int opset = 7; opset <= 21; opset += 14) {
+        b_init(&b, opset);
+        b_input(&b, "x", 2, x_dims);
+        b_node(&b, "Relu", "r", "x", "y");
+        b_output(&b, "y");
+        assert_int_equal(b_load(&b, &m, &e), FL_OK);
+        fl_model_free(m);
+    }
+    /* an op younger than the model's opset: one line naming file, node, op and versions */
+    b_init(&b, 17);
+    b_input(&b, "x", 2, x_dims);
+    b_node(&b, "Gelu", "g", "x", "y");
+    b_output(&b, "y");
+    assert_int_equal(b_load(&b, &m, &e), FL_ERR_UNSUPPORTED);
+    assert_non_null(strstr(e.msg, "node 'g' (Gelu): Gelu is not in opset 17 of the default ONNX "
+                                  "domain (it was added in opset 20)"));
+    assert_null(strchr(e.msg, '\n'));
+    b_init(&b, 20);
+    b_input(&b, "x", 2, x_dims);
+    b_node(&b, "Gelu", "g", "x", "y");
+    b_output(&b, "y");
+    assert_int_equal(b_load(&b, &m, &e), FL_OK);
+    fl_model_free(m);
 }
 
 static void test_bad_graphs(void **state) {

@@ -72,33 +72,41 @@ static inline void tu_forward(fl_model *m, int n_in, const fl_tensor *ins, const
     if (st != FL_OK) fail_msg("forward: %s", e.msg);
 }
 
-/* loss = sum_j out0[j] * w[j], double precision, after a forward pass. */
-static inline double tu_loss(fl_model *m, const fl_tensor *w) {
-    const fl_tensor *y = fl_model_output(m, 0);
+/* loss = sum_k sum_j out_k[j] * w[k][j] over the first n_out outputs, double precision,
+ * after a forward pass. */
+static inline double tu_loss_n(fl_model *m, int n_out, const fl_tensor *w) {
     double s = 0;
-    for (int64_t j = 0; j < y->size; j++) s += (double)y->data[j] * w->data[j];
+    for (int k = 0; k < n_out; k++) {
+        const fl_tensor *y = fl_model_output(m, k);
+        for (int64_t j = 0; j < y->size; j++) s += (double)y->data[j] * w[k].data[j];
+    }
     return s;
 }
+static inline double tu_loss(fl_model *m, const fl_tensor *w) { return tu_loss_n(m, 1, w); }
 
 /* Finite-difference check of d loss / d input for every differentiable input of a one-node
- * model, loss = <out0, w> with random w. Checks up to `max_checks` random elements per input;
- * |analytic - numeric| <= tol * max(1, |numeric|). Returns the largest relative error. */
-static inline double tu_gradcheck(const char *op_type, int n_in, fl_tensor *ins,
-                                  const fl_value_kind *kinds, int n_attr, const fl_attr *attr,
-                                  float eps, float tol) {
+ * model with n_out outputs, loss = sum_k <out_k, w_k> with random w. Checks up to 64 random
+ * elements per input; |analytic - numeric| <= tol * max(1, |numeric|). Returns the largest
+ * relative error. */
+static inline double tu_gradcheck_n(const char *op_type, int n_in, fl_tensor *ins,
+                                    const fl_value_kind *kinds, int n_out, int n_attr,
+                                    const fl_attr *attr, float eps, float tol) {
     fl_err e = {0};
     fl_rng r;
     fl_rng_seed(&r, 1234);
-    fl_model *m = tu_single_node(op_type, n_in, ins, kinds, 1, n_attr, attr);
+    fl_model *m = tu_single_node(op_type, n_in, ins, kinds, n_out, n_attr, attr);
     assert_int_equal(fl_model_want_param_grads(m, 1, &e), FL_OK);
     tu_forward(m, n_in, ins, kinds);
-    const fl_tensor *y = fl_model_output(m, 0);
-    fl_tensor w = tu_tensor(y->ndim, y->shape, &r, -1, 1);
-    int out_idx = m->outputs[0];
+    fl_tensor w[16];
+    assert_true(n_out <= 16);
+    for (int k = 0; k < n_out; k++) {
+        const fl_tensor *y = fl_model_output(m, k);
+        w[k] = tu_tensor(y->ndim, y->shape, &r, -1, 1);
+    }
     fl_model_zero_param_grads(m);
-    if (fl_model_backward_idx(m, 1, &out_idx, &w, &e) != FL_OK) fail_msg("backward: %s", e.msg);
+    if (fl_model_backward_idx(m, n_out, m->outputs, w, &e) != FL_OK)
+        fail_msg("backward: %s", e.msg);
     double worst = 0;
-    int k_input = 0;
     for (int i = 0; i < n_in; i++) {
         if (kinds[i] == FL_VAL_CONST) continue;
         char name[32];
@@ -116,10 +124,10 @@ static inline double tu_gradcheck(const char *op_type, int n_in, fl_tensor *ins,
             float old = target->data[j];
             target->data[j] = old + eps;
             tu_forward(m, n_in, ins, kinds);
-            double lp = tu_loss(m, &w);
+            double lp = tu_loss_n(m, n_out, w);
             target->data[j] = old - eps;
             tu_forward(m, n_in, ins, kinds);
-            double lm = tu_loss(m, &w);
+            double lm = tu_loss_n(m, n_out, w);
             target->data[j] = old;
             double num = (lp - lm) / (2.0 * eps), ana = analytic.data[j];
             double err = fabs(num - ana) / fmax(1.0, fabs(num));
@@ -129,11 +137,16 @@ static inline double tu_gradcheck(const char *op_type, int n_in, fl_tensor *ins,
                          (long long)j, ana, num);
         }
         fl_tensor_free(&analytic);
-        k_input++;
     }
-    fl_tensor_free(&w);
+    for (int k = 0; k < n_out; k++) fl_tensor_free(&w[k]);
     fl_model_free(m);
     return worst;
+}
+
+static inline double tu_gradcheck(const char *op_type, int n_in, fl_tensor *ins,
+                                  const fl_value_kind *kinds, int n_attr, const fl_attr *attr,
+                                  float eps, float tol) {
+    return tu_gradcheck_n(op_type, n_in, ins, kinds, 1, n_attr, attr, eps, tol);
 }
 
 /* Run a shell command line with stderr merged into stdout; *out gets the output (malloc'd,

@@ -10,9 +10,10 @@
  *     fl_onnx_save(m, "lenet5-tuned.onnx", &e);   // reloads bit-identically
  *
  * Import (docs/onnx.md has the details):
- *   - the default ONNX domain, operator sets 9..17; anything else fails with a clear message;
+ *   - the default ONNX domain, operator sets 7..21; anything else, and an op used in an opset
+ *     older than the op, fails with a clear message;
  *   - initializers become FL_VAL_PARAM when they are float and feed a weight slot (Conv/Gemm/
- *     MatMul weights and biases, BatchNormalization scale and shift, operands of Add/Sub/Mul/
+ *     MatMul weights and biases, Batch/LayerNormalization scale and shift, operands of Add/Sub/Mul/
  *     Div), FL_VAL_CONST otherwise (BatchNormalization running mean/var, int64 shapes, ...);
  *     the ONNX element type is kept in fl_value.onnx_dtype so that export writes it back;
  *   - Constant nodes become FL_VAL_CONST values;

@@ -1,4 +1,4 @@
-/* Binary element-wise ops with numpy broadcasting: Add, Sub, Mul, Div.
+/* Binary element-wise ops with numpy broadcasting: Add, Sub, Mul, Div, Pow.
  *
  * Broadcasting is planned once per shape: both inputs are right-aligned to the output's rank
  * and adjacent dimensions are merged whenever neither input changes its broadcast status
@@ -15,12 +15,13 @@
  * inner loop specialised for the four (a, b) stride combinations. Backward walks the same
  * rows; a gradient whose input is broadcast along the row is summed first and added once,
  * which is the reduction over the broadcast dimensions. */
+#include <math.h>
 #include <string.h>
 
 #include "flare/model.h"
 #include "nn/ops.h"
 
-enum { EW_ADD, EW_SUB, EW_MUL, EW_DIV };
+enum { EW_ADD, EW_SUB, EW_MUL, EW_DIV, EW_POW };
 
 typedef struct bin_state {
     int kind;                   /* EW_* */
@@ -40,7 +41,8 @@ static fl_status bin_init(fl_model *m, fl_node *n, fl_err *e) {
     bin_state *s = fl_alloc(sizeof *s);
     if (!s) return fl_fail(e, FL_ERR_NOMEM, "out of memory");
     const char *t = n->op->name;
-    s->kind = t[0] == 'A' ? EW_ADD : t[0] == 'S' ? EW_SUB : t[0] == 'M' ? EW_MUL : EW_DIV;
+    s->kind = t[0] == 'A' ? EW_ADD : t[0] == 'S' ? EW_SUB : t[0] == 'M' ? EW_MUL
+            : t[0] == 'P' ? EW_POW : EW_DIV;
     n->state = s;
     return FL_OK;
 }
@@ -131,6 +133,7 @@ static void row_forward(int kind, const row *r) {
     case EW_ADD: FWD_LOOP(A + B); break;
     case EW_SUB: FWD_LOOP(A - B); break;
     case EW_MUL: FWD_LOOP(A * B); break;
+    case EW_POW: FWD_LOOP(B == 2.0f ? A * A : powf(A, B)); break; /* x^2: LayerNorm expanded */
     default: FWD_LOOP(A / B); break;
     }
 }
@@ -164,6 +167,8 @@ static void row_backward(int kind, const row *r) {
         case EW_ADD:
         case EW_SUB: GRAD_LOOP(ga, ia, D); break;
         case EW_MUL: GRAD_LOOP(ga, ia, D * B); break;
+        /* B = 0 is a constant 1 (0 * pow(0, -1) would be NaN) */
+        case EW_POW: GRAD_LOOP(ga, ia, B == 0 ? 0.0f : D * B * powf(A, B - 1)); break;
         default: GRAD_LOOP(ga, ia, D / B); break;
         }
     }
@@ -172,6 +177,8 @@ static void row_backward(int kind, const row *r) {
         case EW_ADD: GRAD_LOOP(gb, ib, D); break;
         case EW_SUB: GRAD_LOOP(gb, ib, -D); break;
         case EW_MUL: GRAD_LOOP(gb, ib, D * A); break;
+        /* d/dB A^B = A^B ln A, defined for A > 0 only; 0 elsewhere */
+        case EW_POW: GRAD_LOOP(gb, ib, A > 0 ? D * powf(A, B) * logf(A) : 0.0f); break;
         default: GRAD_LOOP(gb, ib, -D * A / (B * B)); break;
         }
     }
@@ -238,5 +245,6 @@ static const fl_op op_add = {"Add", bin_init, bin_shape, bin_forward, bin_backwa
 static const fl_op op_sub = {"Sub", bin_init, bin_shape, bin_forward, bin_backward, NULL};
 static const fl_op op_mul = {"Mul", bin_init, bin_shape, bin_forward, bin_backward, NULL};
 static const fl_op op_div = {"Div", bin_init, bin_shape, bin_forward, bin_backward, NULL};
+static const fl_op op_pow = {"Pow", bin_init, bin_shape, bin_forward, bin_backward, NULL};
 
-const fl_op *const fl_ops_elementwise[] = {&op_add, &op_sub, &op_mul, &op_div, NULL};
+const fl_op *const fl_ops_elementwise[] = {&op_add, &op_sub, &op_mul, &op_div, &op_pow, NULL};

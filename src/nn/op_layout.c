@@ -26,12 +26,6 @@ static fl_status init_common(fl_model *m, fl_node *n, const char *const *known, 
     return FL_OK;
 }
 
-/* Map axis in [-rank, rank) to [0, rank); -1 when out of range. */
-static int norm_axis(int64_t axis, int rank) {
-    if (axis < -rank || axis >= rank) return -1;
-    return (int)(axis < 0 ? axis + rank : axis);
-}
-
 static fl_status bad_axis(const fl_node *n, int64_t axis, int rank, fl_err *e) {
     return fl_fail(e, FL_ERR_ARG, "node '%s' (%s): axis %lld out of range for rank %d", n->name,
                    n->op->name, (long long)axis, rank);
@@ -139,7 +133,7 @@ static fl_status concat_init(fl_model *m, fl_node *n, fl_err *e) {
 static fl_status concat_shape(fl_model *m, fl_node *n, fl_err *e) {
     layout_state *s = n->state;
     const fl_tensor *x0 = fl_in(m, n, 0);
-    int r = x0->ndim, a = norm_axis(s->axis, r);
+    int r = x0->ndim, a = fl_norm_axis(s->axis, r);
     char b0[128], b1[128];
     if (a < 0) return bad_axis(n, s->axis, r, e);
     int64_t shp[FL_MAX_DIMS];
@@ -210,7 +204,7 @@ static int64_t gather_index(float v, int64_t dim) {
 static fl_status gather_shape(fl_model *m, fl_node *n, fl_err *e) {
     layout_state *s = n->state;
     const fl_tensor *x = fl_in(m, n, 0), *idx = fl_in(m, n, 1);
-    int r = x->ndim, a = norm_axis(s->axis, r);
+    int r = x->ndim, a = fl_norm_axis(s->axis, r);
     char b[128];
     if (a < 0) return bad_axis(n, s->axis, r, e);
     if (r - 1 + idx->ndim > FL_MAX_DIMS)

@@ -1,5 +1,5 @@
 /* Shape-only ops — Flatten, Reshape, Squeeze, Unsqueeze — and the small integer ops that
- * feed them: Shape, Constant, Cast. (Data-moving layout ops — Transpose, Concat, Gather —
+ * feed them: Shape, Size, Constant, Cast. (Data-moving layout ops — Transpose, Concat, Gather —
  * are in op_layout.c.)
  *
  * Flatten, Reshape, Squeeze and Unsqueeze keep the elements in row-major order and only
@@ -65,36 +65,6 @@ static const char *dims_str(int ndim, const int64_t *shape, char *buf, size_t le
     return buf;
 }
 
-/* Map axis in [-rank, rank) to [0, rank); -1 when out of range. */
-static int norm_axis(int64_t axis, int rank) {
-    if (axis < -rank || axis >= rank) return -1;
-    return (int)(axis < 0 ? axis + rank : axis);
-}
-
-/* Read a 0-D or 1-D integer tensor (stored as floats) of at most `max` entries into out.
- * `what` names the input in errors. */
-static fl_status read_ints(const fl_node *n, const fl_tensor *t, const char *what, int max,
-                           int64_t *out, int *count, fl_err *e) {
-    if (t->ndim > 1)
-        return fl_fail(e, FL_ERR_SHAPE, "node '%s' (%s): %s must be 1-D, has %d dims", n->name,
-                       n->op->name, what, t->ndim);
-    if (t->size > max)
-        return fl_fail(e, FL_ERR_UNSUPPORTED, "node '%s' (%s): %s has %lld entries, at most %d",
-                       n->name, n->op->name, what, (long long)t->size, max);
-    if (t->size > 0 && !t->data)
-        return fl_fail(e, FL_ERR_FORMAT, "node '%s' (%s): %s has no value at planning time",
-                       n->name, n->op->name, what);
-    for (int64_t i = 0; i < t->size; i++) {
-        float v = t->data[i];
-        if (!isfinite(v) || v != floorf(v) || fabsf(v) > 16777216.0f)
-            return fl_fail(e, FL_ERR_FORMAT, "node '%s' (%s): %s[%lld] = %g is not an integer",
-                           n->name, n->op->name, what, (long long)i, (double)v);
-        out[i] = (int64_t)v;
-    }
-    *count = (int)t->size;
-    return FL_OK;
-}
-
 /* ---- the shared copy kernels ---------------------------------------------------------------- */
 /* y[size] = x[size]: the output is the input with another shape. */
 static void copy_forward(fl_model *m, fl_node *n) {
@@ -150,7 +120,7 @@ static fl_status reshape_shape(fl_model *m, fl_node *n, fl_err *e) {
     int64_t req[FL_MAX_DIMS], shp[FL_MAX_DIMS];
     int nd, infer = -1;
     char a[128], b[128];
-    fl_status st = read_ints(n, fl_in(m, n, 1), "shape", FL_MAX_DIMS, req, &nd, e);
+    fl_status st = fl_node_read_ints(n, fl_in(m, n, 1), "shape", FL_MAX_DIMS, req, &nd, e);
     if (st != FL_OK) return st;
     if (fl_in(m, n, 1)->ndim != 1)
         return fl_fail(e, FL_ERR_SHAPE, "node '%s' (Reshape): shape must be 1-D, is a scalar",
@@ -248,24 +218,7 @@ static fl_status get_axes(fl_model *m, fl_node *n, int64_t *axes, int *count, in
         *given = 0;
         return FL_OK;
     }
-    return read_ints(n, t, "axes", FL_MAX_DIMS, axes, count, e);
-}
-
-/* Mark each axis (normalised against `rank`) in flags; fails on range and duplicates. */
-static fl_status mark_axes(fl_node *n, const int64_t *axes, int count, int rank, uint8_t *flags,
-                           fl_err *e) {
-    memset(flags, 0, FL_MAX_DIMS);
-    for (int i = 0; i < count; i++) {
-        int a = norm_axis(axes[i], rank);
-        if (a < 0)
-            return fl_fail(e, FL_ERR_ARG, "node '%s' (%s): axis %lld out of range for rank %d",
-                           n->name, n->op->name, (long long)axes[i], rank);
-        if (flags[a])
-            return fl_fail(e, FL_ERR_ARG, "node '%s' (%s): axis %lld given twice", n->name,
-                           n->op->name, (long long)axes[i]);
-        flags[a] = 1;
-    }
-    return FL_OK;
+    return fl_node_read_ints(n, t, "axes", FL_MAX_DIMS, axes, count, e);
 }
 
 static fl_status squeeze_shape(fl_model *m, fl_node *n, fl_err *e) {
@@ -275,7 +228,7 @@ static fl_status squeeze_shape(fl_model *m, fl_node *n, fl_err *e) {
     int count, given, nd = 0;
     char b[128];
     fl_status st = get_axes(m, n, axes, &count, &given, e);
-    if (st == FL_OK) st = mark_axes(n, axes, count, x->ndim, drop, e);
+    if (st == FL_OK) st = fl_node_mark_axes(n, axes, count, x->ndim, drop, e);
     if (st != FL_OK) return st;
     for (int d = 0; d < x->ndim; d++) {
         if (!given) drop[d] = x->shape[d] == 1; /* no axes: every dim of size 1 goes */
@@ -301,7 +254,7 @@ static fl_status unsqueeze_shape(fl_model *m, fl_node *n, fl_err *e) {
     if (rank > FL_MAX_DIMS)
         return fl_fail(e, FL_ERR_UNSUPPORTED, "node '%s' (Unsqueeze): output would have %d dims, "
                        "at most %d", n->name, rank, FL_MAX_DIMS);
-    st = mark_axes(n, axes, count, rank, ins, e);
+    st = fl_node_mark_axes(n, axes, count, rank, ins, e);
     if (st != FL_OK) return st;
     for (int d = 0, k = 0; d < rank; d++) shp[d] = ins[d] ? 1 : x->shape[k++];
     fl_node_set_out_shape(m, n, 0, rank, shp);
@@ -347,6 +300,22 @@ static void shape_forward(fl_model *m, fl_node *n) {
     for (int d = lo; d < hi; d++) y[d - lo] = (float)x->shape[d];
 }
 static const fl_op op_shape = {"Shape", shape_init, shape_shape, shape_forward, NULL, shape_free};
+
+/* ---- Size: the input's element count as a 0-D int64 tensor --------------------------------- */
+static fl_status size_init(fl_model *m, fl_node *n, fl_err *e) {
+    static const char *const known[] = {NULL};
+    fl_status st = init_common(n, known, 1, 1, e);
+    if (st == FL_OK) m->values[n->out[0]].onnx_dtype = 7;
+    return st;
+}
+static fl_status size_shape(fl_model *m, fl_node *n, fl_err *e) {
+    fl_node_set_out_shape(m, n, 0, 0, NULL);
+    return FL_OK;
+}
+static void size_forward(fl_model *m, fl_node *n) {
+    fl_out(m, n, 0)->data[0] = (float)fl_in(m, n, 0)->size;
+}
+static const fl_op op_size = {"Size", size_init, size_shape, size_forward, NULL, shape_free};
 
 /* ---- Constant ---------------------------------------------------------------------------------- */
 /* ONNX dtypes whose values flare holds as floats: float, uint8, int8, uint16, int16, int32,
@@ -419,7 +388,8 @@ static const fl_op op_constant = {"Constant", constant_init, constant_shape, con
 enum { DT_FLOAT = 1, DT_INT32 = 6, DT_INT64 = 7, DT_BOOL = 9, DT_DOUBLE = 11 };
 
 static fl_status cast_init(fl_model *m, fl_node *n, fl_err *e) {
-    static const char *const known[] = {"to", NULL};
+    /* saturate (opset 19) concerns float8 targets only, which are refused below */
+    static const char *const known[] = {"to", "saturate", NULL};
     fl_status st = init_common(n, known, 1, 1, e);
     if (st != FL_OK) return st;
     const fl_attr *a = fl_node_attr(n, "to");
@@ -465,4 +435,4 @@ static const fl_op op_cast = {"Cast", cast_init, cast_shape, cast_forward, cast_
                               shape_free};
 
 const fl_op *const fl_ops_shape[] = {&op_flatten, &op_reshape, &op_squeeze, &op_unsqueeze,
-                                     &op_shape, &op_constant, &op_cast, NULL};
+                                     &op_shape, &op_size, &op_constant, &op_cast, NULL};

@@ -18,8 +18,13 @@
 
 #include "onnx/onnx_int.h"
 
-#define FL_OPSET_MIN 9
-#define FL_OPSET_MAX 17
+/* The default-domain opsets flare reads. Every supported op is handled in every version
+ * these opsets put in force — the differences between versions (attributes that became
+ * inputs, added attributes and modes) are each op's business, decided from m->opset or from
+ * the node's own spelling. Before opset 7 many ops still had consumed_inputs and legacy
+ * broadcasting; after 21 nothing is known. */
+#define FL_OPSET_MIN 7
+#define FL_OPSET_MAX 21
 
 typedef struct loader {
     const char *file; /* for messages */
@@ -321,6 +326,26 @@ static char *node_name(loader *L, const Onnx__NodeProto *np, size_t index) {
     }
 }
 
+/* Ops flare supports that are younger than FL_OPSET_MIN: in a model of an older opset they
+ * do not exist, and a node using one is refused rather than run with semantics the model's
+ * opset does not define. */
+static const struct { const char *op; int since; } op_since[] = {
+    {"Erf", 9}, {"HardSwish", 14}, {"LayerNormalization", 17}, {"Mish", 18}, {"Gelu", 20},
+};
+
+static fl_status check_version(loader *L, const Onnx__NodeProto *np, size_t index) {
+    for (size_t k = 0; k < sizeof op_since / sizeof op_since[0]; k++) {
+        if (strcmp(op_since[k].op, np->op_type) != 0 || L->m->opset >= op_since[k].since) continue;
+        char *name = node_name(L, np, index);
+        fl_fail(L->e, FL_ERR_UNSUPPORTED, "%s: node '%s' (%s): %s is not in opset %d of the "
+                "default ONNX domain (it was added in opset %d)", L->file, name ? name : "",
+                np->op_type, np->op_type, L->m->opset, op_since[k].since);
+        free(name);
+        return FL_ERR_UNSUPPORTED;
+    }
+    return FL_OK;
+}
+
 /* Checked before anything else is read, so that a model using an unsupported operator is
  * reported as such (and not, say, for the graph-typed attribute of an If it holds). */
 static fl_status check_ops(loader *L) {
@@ -329,7 +354,11 @@ static fl_status check_ops(loader *L) {
         if (!np || !np->op_type || !*np->op_type)
             return fl_fail(L->e, FL_ERR_FORMAT, "%s: node %zu has no op_type", L->file, i);
         int foreign = !is_default_domain(np->domain);
-        if (!foreign && (is_constant(np) || fl_op_find(np->op_type))) continue;
+        if (!foreign && (is_constant(np) || fl_op_find(np->op_type))) {
+            fl_status st = check_version(L, np, i);
+            if (st != FL_OK) return st;
+            continue;
+        }
         char *name = node_name(L, np, i);
         if (foreign)
             fl_fail(L->e, FL_ERR_UNSUPPORTED,
@@ -374,6 +403,7 @@ static int weight_slot(const char *op, int i) {
     static const struct { const char *op; unsigned mask; } slots[] = {
         {"Conv", 6},   {"ConvTranspose", 6}, {"Gemm", 7}, {"MatMul", 3}, {"BatchNormalization", 6},
         {"Add", 3},    {"Sub", 3},           {"Mul", 3},  {"Div", 3},    {"PRelu", 2},
+        {"LayerNormalization", 6},
     };
     for (size_t k = 0; k < sizeof slots / sizeof slots[0]; k++)
         if (strcmp(slots[k].op, op) == 0) return i < 32 && (slots[k].mask >> i & 1);

@@ -7,6 +7,11 @@
  *   bench_fuzz guidance DIR MODEL PROFILE RUNS EXECS
  *       deephunter against random at the same budget, for kmnc:100 and nc:0.75, seeds 1..RUNS:
  *       the median coverage and distinct failures, as a table and JSON lines.
+ *   bench_fuzz grad DIR MODEL THREADS EXECS
+ *       the same 100 seeds; pgd and dlfuzz (nc:0.75, 64 lanes) for EXECS steps: one JSON line
+ *       each with steps/s (bench/grad_torch.py runs the same loop with torch autograd); then
+ *       deepsa (DSA on the LRP-important neurons of /relu4/Relu_output_0 against the 60 000
+ *       training traces), reference and exact, with the share of a round that its SA takes.
  *   bench_fuzz nn DIM
  *       TensorFuzz's exact nearest-neighbour search: a batch of 64 against corpora of
  *       10^3..10^5 vectors of DIM values, microseconds per query.
@@ -16,7 +21,9 @@
 #include <string.h>
 
 #include "flare/fuzz.h"
+#include "flare/lrp.h"
 #include "flare/onnx.h"
+#include "flare/sa.h"
 #include "flare/select.h"
 #include "fuzz/fuzz_int.h"
 
@@ -99,10 +106,110 @@ static int nn_bench(int d) {
     return 0;
 }
 
+/* deepsa's setting: important neurons of one hidden layer, the training set. */
+static int grad_bench(const char *dir, const char *model, int threads, int64_t execs) {
+    fl_err e = {0};
+    fl_model *m;
+    fl_dataset *train = NULL, *seeds;
+    if (fl_onnx_load(model, &m, &e) || !(seeds = seeds_of(m, dir, &e)) ||
+        fl_dataset_load("fashion-mnist:train", NULL, 0, &train, &e)) {
+        fprintf(stderr, "bench_fuzz: %s\n", e.msg);
+        return 1;
+    }
+    fl_threads_set(threads);
+    static const fl_fuzz_strategy ss[] = {FL_FUZZ_PGD, FL_FUZZ_DLFUZZ, FL_FUZZ_DEEPSA, FL_FUZZ_DEEPSA};
+    const char *layer = "/relu4/Relu_output_0";
+    char imp_path[4096];
+    snprintf(imp_path, sizeof imp_path, "%s/important.json", dir);
+    fl_important_opts io;
+    fl_important_opts_default(&io);
+    io.layers = layer;
+    fl_dataset *sub;
+    int64_t first[5000];
+    for (int i = 0; i < 5000; i++) first[i] = i;
+    fl_important *imp;
+    if (fl_dataset_subset(train, first, 5000, &sub, &e) || fl_important_compute(m, sub, &io, &imp, &e) ||
+        fl_important_save(imp, imp_path, &e)) {
+        fprintf(stderr, "bench_fuzz: %s\n", e.msg);
+        return 1;
+    }
+    for (int k = 0; k < 4; k++) {
+        char out[4096], cmd[4200];
+        snprintf(out, sizeof out, "%s/grad", dir);
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", out);
+        if (system(cmd)) return 1;
+        fl_fuzz_opts o;
+        fl_fuzz_opts_default(&o);
+        o.model = m;
+        o.seeds = seeds;
+        o.strategy = ss[k];
+        o.out_dir = out;
+        o.max_execs = execs;
+        o.seed = 1;
+        o.train = train;
+        o.important = imp_path;
+        o.sa_exact = k == 3;
+        fl_fuzz_result r;
+        double t0 = fl_now();
+        if (fl_fuzz_run(&o, &r, &e)) {
+            fprintf(stderr, "bench_fuzz: %s\n", e.msg);
+            return 1;
+        }
+        const char *name = k < 2 ? fl_fuzz_strategy_name(ss[k]) : k == 2 ? "deepsa_dsa_reference"
+                                                                         : "deepsa_dsa_exact";
+        double sa_share = -1;
+        if (k >= 2) { /* the SA of one round's 64 traces, timed alone, against a round */
+            float *tr;
+            int32_t *pred;
+            int64_t dim;
+            fl_sa_opts so;
+            fl_sa_opts_init(&so, FL_SA_DSA);
+            so.neurons = NULL;
+            const fl_important_layer *il = fl_important_layer_find(imp, layer);
+            so.neurons = il->neuron;
+            so.n_neurons = il->count;
+            fl_sa *sa;
+            if (fl_sa_traces(m, layer, train, 256, &tr, &pred, &dim, &e) ||
+                fl_sa_new(tr, pred, train->n, dim, &so, &sa, &e)) {
+                fprintf(stderr, "bench_fuzz: %s\n", e.msg);
+                return 1;
+            }
+            double val[64];
+            float *g = malloc(sizeof(float) * 64 * (size_t)dim);
+            int reps = 20;
+            double t1 = fl_now();
+            for (int rep = 0; rep < reps; rep++) /* test-set-like traces: training rows 0..63 */
+                if (k == 3 ? fl_sa_grad(sa, tr, pred, 64, val, g, &e) : fl_sa_score(sa, tr, pred, 64, val, &e))
+                    return 1;
+            double per_round = (fl_now() - t1) / reps, round = 64.0 / r.last.execs_per_s;
+            sa_share = per_round / round;
+            free(g);
+            free(tr);
+            free(pred);
+            fl_sa_free(sa);
+        }
+        printf("{\"name\": \"grad_flare_%s\", \"execs\": %lld, \"seconds\": %.3f, \"steps_per_s\": "
+               "%.1f, \"failures\": %lld, \"failures_total\": %lld, \"corpus\": %lld, "
+               "\"sa_share\": %.3f, \"threads\": %d, \"total_s\": %.2f}\n",
+               name, (long long)r.last.execs, r.last.elapsed, r.last.execs_per_s,
+               (long long)r.last.failures, (long long)r.last.failures_total,
+               (long long)r.last.corpus, sa_share, fl_threads_get(), fl_now() - t0);
+    }
+    fl_important_free(imp);
+    fl_dataset_free(sub);
+    fl_dataset_free(train);
+    fl_dataset_free(seeds);
+    fl_model_free(m);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc == 3 && !strcmp(argv[1], "nn")) return nn_bench(atoi(argv[2]));
+    if (argc == 6 && !strcmp(argv[1], "grad"))
+        return grad_bench(argv[2], argv[3], atoi(argv[4]), atoll(argv[5]));
     if (argc != 7) {
         fprintf(stderr, "usage: bench_fuzz throughput|guidance DIR MODEL PROFILE THREADS|RUNS EXECS\n"
+                        "       bench_fuzz grad DIR MODEL THREADS EXECS\n"
                         "       bench_fuzz nn DIM\n");
         return 2;
     }

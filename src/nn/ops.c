@@ -1,6 +1,7 @@
-/* The op table: one fl_op per supported ONNX op_type, grouped in families (a file each), and
- * the small helpers ops share (axes, integer inputs read at planning time). */
-#include <math.h>
+/* The op table: one fl_op per supported ONNX op_type, grouped in families (a file each). The
+ * helpers the ops share are in op_args.c, below the ops, so that the table file only points
+ * down at them. */
+#include <assert.h>
 #include <string.h>
 
 #include "flare/model.h"
@@ -20,72 +21,15 @@ const fl_op *fl_op_find(const char *op_type) {
 }
 
 const fl_op *const *fl_op_all(void) {
-    static const fl_op *all[128];
+    static const fl_op *all[256];
     if (!all[0]) {
         int k = 0;
         for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
-            for (const fl_op *const *p = families[f]; *p; p++) all[k++] = *p;
+            for (const fl_op *const *p = families[f]; *p; p++) {
+                assert(k < 255 && "the op table outgrew fl_op_all's array");
+                all[k++] = *p;
+            }
         all[k] = NULL;
     }
     return all;
-}
-
-/* ---- helpers shared by op implementations ------------------------------------------------ */
-int fl_norm_axis(int64_t axis, int rank) {
-    if (axis < -rank || axis >= rank) return -1;
-    return (int)(axis < 0 ? axis + rank : axis);
-}
-
-/* saturate: values beyond +-2^24 become +-2^62 instead of failing (Slice's "to the end"
- * INT64_MAX, which the float store holds only approximately). */
-static fl_status read_ints(const fl_node *n, const fl_tensor *t, const char *what, int max,
-                           int saturate, int64_t *out, int *count, fl_err *e) {
-    if (t->ndim > 1)
-        return fl_fail(e, FL_ERR_SHAPE, "node '%s' (%s): %s must be 1-D, has %d dims", n->name,
-                       n->op->name, what, t->ndim);
-    if (t->size > max)
-        return fl_fail(e, FL_ERR_UNSUPPORTED, "node '%s' (%s): %s has %lld entries, at most %d",
-                       n->name, n->op->name, what, (long long)t->size, max);
-    if (t->size > 0 && !t->data)
-        return fl_fail(e, FL_ERR_FORMAT, "node '%s' (%s): %s has no value at planning time",
-                       n->name, n->op->name, what);
-    for (int64_t i = 0; i < t->size; i++) {
-        float v = t->data[i];
-        if (saturate && isfinite(v) && fabsf(v) > 16777216.0f) {
-            out[i] = v > 0 ? (int64_t)1 << 62 : -((int64_t)1 << 62);
-            continue;
-        }
-        if (!isfinite(v) || v != floorf(v) || fabsf(v) > 16777216.0f)
-            return fl_fail(e, FL_ERR_FORMAT, "node '%s' (%s): %s[%lld] = %g is not an integer",
-                           n->name, n->op->name, what, (long long)i, (double)v);
-        out[i] = (int64_t)v;
-    }
-    *count = (int)t->size;
-    return FL_OK;
-}
-
-fl_status fl_node_read_ints(const fl_node *n, const fl_tensor *t, const char *what, int max,
-                            int64_t *out, int *count, fl_err *e) {
-    return read_ints(n, t, what, max, 0, out, count, e);
-}
-
-fl_status fl_node_read_index_ints(const fl_node *n, const fl_tensor *t, const char *what, int max,
-                                  int64_t *out, int *count, fl_err *e) {
-    return read_ints(n, t, what, max, 1, out, count, e);
-}
-
-fl_status fl_node_mark_axes(const fl_node *n, const int64_t *axes, int count, int rank,
-                            uint8_t *flags, fl_err *e) {
-    memset(flags, 0, FL_MAX_DIMS);
-    for (int i = 0; i < count; i++) {
-        int a = fl_norm_axis(axes[i], rank);
-        if (a < 0)
-            return fl_fail(e, FL_ERR_ARG, "node '%s' (%s): axis %lld out of range for rank %d",
-                           n->name, n->op->name, (long long)axes[i], rank);
-        if (flags[a])
-            return fl_fail(e, FL_ERR_ARG, "node '%s' (%s): axis %lld given twice", n->name,
-                           n->op->name, (long long)axes[i]);
-        flags[a] = 1;
-    }
-    return FL_OK;
 }

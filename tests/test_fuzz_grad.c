@@ -117,7 +117,7 @@ static void test_dlfuzz_keeps_and_repeats(void **state) {
     a.max_execs = 600;
     a.max_l2 = 1; /* the 0.02 default admits no step on 8x8 images (docs/nn-fuzz.md) */
     a.neuron_select = "rarely,weight";
-    a.criterion = "tknc:2";
+    a.criterion = "nc:0.5";
     fl_fuzz_result r1, r2;
     fl_err e = {0};
     fl_threads_set(1);

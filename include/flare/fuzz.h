@@ -212,7 +212,8 @@ typedef struct fl_fuzz_opts {
     double eps;               /* fgsm / pgd: L-inf radius on [0,1] around the root; <= 0: 0.3 */
     double lambda;            /* weight of the neuron / surprise term; < 0: dlfuzz 0.5,
                                  deepxplore 0.1 (weight_nc), deepsa 1 */
-    double w_diff;            /* deepxplore weight_diff; < 0: 1 */
+    double w_diff;            /* deepxplore weight_diff; < 0: 1 (fl_fuzz_opts_default sets the
+                                 three "< 0" fields to -1) */
     int n_neurons;            /* dlfuzz: neurons raised per picked entry (k); 0: 10 */
     const char *neuron_select;/* dlfuzz: ","-list of often, rarely, weight, threshold (k split
                                  between them); NULL: random uncovered neurons */

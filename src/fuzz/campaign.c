@@ -47,6 +47,7 @@ void fl_fuzz_opts_default(fl_fuzz_opts *o) {
     o->tf_sigma = 25.5;
     o->tf_bound = 51;
     o->tf_threshold = 0.5;
+    o->lambda = o->w_diff = o->nc_threshold = -1; /* the strategy's own */
     o->seed = 1;
 }
 

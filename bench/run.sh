@@ -75,6 +75,15 @@ else
 fi
 echo "== flare nn fuzz: deephunter vs random at equal budgets (median of 5 seeds) =="
 "$build/bench/bench_fuzz" guidance "$fz" "$sa_model" "$fz/profile.bin" 5 "${BENCH_FUZZ_EXECS:-30000}" 2>>"$res"
+echo "== flare nn fuzz: gradient-guided steps/s (forward + backward + acceptance, 64 lanes), flare vs the same loop with torch autograd =="
+"$build/bench/bench_fuzz" grad "$fz" "$sa_model" "$threads" "${BENCH_GRAD_EXECS:-20000}" | tee -a "$res"
+if /usr/bin/python3 -c "import torch" 2>/dev/null; then
+  for s in pgd dlfuzz; do
+    /usr/bin/python3 bench/grad_torch.py "$sa_model" "$fz/seeds.npy" "$fz/seeds.idx.npy" --strategy "$s" \
+      --threads "$threads" --execs "${BENCH_GRAD_EXECS:-20000}" --seed 1 \
+      | sed 's/"name": "grad_/"name": "torch_grad_/' | tee -a "$res"
+  done
+fi
 echo "== TensorFuzz nearest-neighbour search (exact, blocked sgemm), batch of 64, 10 logits =="
 "$build/bench/bench_fuzz" nn 10 | tee -a "$res"
 
@@ -104,6 +113,18 @@ for k in ("fuzz_deephunter_kmnc", "fuzz_deephunter_nc"):
         row(f"{k}: flare/PyTorch mutants/s", f"{ratio:.2f}x", ">= 10x", ratio >= 10)
     else:
         print(f"  {k}: flare/PyTorch mutants/s: not measured (python3-torch missing or the run failed)")
+for s in ("pgd", "dlfuzz"):
+    f, t = r.get(f"grad_flare_{s}"), r.get(f"torch_grad_{s}")
+    if f and t:
+        ratio = f["steps_per_s"] / t["steps_per_s"]
+        row(f"{s}: flare/torch-autograd gradient steps/s", f"{ratio:.2f}x", ">= 3x", ratio >= 3)
+    else:
+        print(f"  {s}: flare/torch-autograd gradient steps/s: not measured (python3-torch missing or the run failed)")
+for s in ("reference", "exact"):
+    f = r.get(f"grad_flare_deepsa_dsa_{s}")
+    if f:
+        print(f"  deepsa ({s}): share of a round in SA against 60 000 training traces: "
+              f"{100 * f['sa_share']:.1f} %")
 for c in ("kmnc:100", "nc:0.75"):
     g, b = r.get(f"guidance_{c}_deephunter"), r.get(f"guidance_{c}_random")
     if g and b:

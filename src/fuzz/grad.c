@@ -17,12 +17,12 @@
 #include "fuzz/grad.h"
 #include "fuzz/round.h" /* fz_argmax */
 
-static const int default_iters[] = {[FL_FUZZ_DLFUZZ] = 5, [FL_FUZZ_DEEPXPLORE] = 50,
+static const int default_iters[FL_FUZZ_STRATEGY_COUNT_] = {[FL_FUZZ_DLFUZZ] = 5, [FL_FUZZ_DEEPXPLORE] = 50,
                                     [FL_FUZZ_DEEPSA] = 5, [FL_FUZZ_FGSM] = 1, [FL_FUZZ_PGD] = 40};
-static const double default_step[] = {[FL_FUZZ_DLFUZZ] = 0.02, [FL_FUZZ_DEEPXPLORE] = 10.0 / 255,
+static const double default_step[FL_FUZZ_STRATEGY_COUNT_] = {[FL_FUZZ_DLFUZZ] = 0.02, [FL_FUZZ_DEEPXPLORE] = 10.0 / 255,
                                       [FL_FUZZ_DEEPSA] = 0.1, [FL_FUZZ_FGSM] = 0.3,
                                       [FL_FUZZ_PGD] = 0.01};
-static const double default_lambda[] = {[FL_FUZZ_DLFUZZ] = 0.5, [FL_FUZZ_DEEPXPLORE] = 0.1,
+static const double default_lambda[FL_FUZZ_STRATEGY_COUNT_] = {[FL_FUZZ_DLFUZZ] = 0.5, [FL_FUZZ_DEEPXPLORE] = 0.1,
                                         [FL_FUZZ_DEEPSA] = 1.0};
 
 /* The first node on a path from the input that has no gradient, for the error message. */

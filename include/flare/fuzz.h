@@ -1,5 +1,6 @@
 /* fuzz.h — generating failing inputs for a network: coverage-guided mutation fuzzing
- * (DeepHunter, TensorFuzz) and the campaign that gradient- and GAN-based generators plug into.
+ * (DeepHunter, TensorFuzz), gradient-guided generation (DLFuzz, DeepXplore, DeepSA, FGSM,
+ * PGD), and the campaign they share (and that GAN-based generators plug into).
  *
  * The life of a campaign (what `flare nn fuzz` does):
  *
@@ -16,6 +17,8 @@
  * ONE batched forward pass, ask the oracles, update the coverage incrementally, keep the
  * mutants that reached something new (deephunter: coverage gain of o.criterion; tensorfuzz:
  * nearest-neighbour novelty; random: none). Every random decision comes from o.seed.
+ * The gradient strategies step a batch of picked entries along their objective's gradient
+ * instead (one batched forward and backward pass per step; docs/nn-fuzz.md).
  *
  * Images are fuzzed as 8-bit pixels [c,h,w] (what a camera writes, what PNG stores): every
  * transformation rounds and clips to 0..255, the distances and DeepHunter's constraint are

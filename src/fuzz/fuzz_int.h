@@ -5,6 +5,7 @@
  *   findings.c   the oracles' verdicts, de-duplicated, and the failure files
  *   novelty.c    TensorFuzz's nearest-neighbour novelty (exact, blocked through sgemm)
  *   outdir.c     the output folder: queue files, fuzzer_stats, plot_data, summary, resume
+ *   grad*.c      the gradient strategies' round, objectives and neuron tables (grad.h)
  *
  * Dependencies point one way: campaign.c calls the others; they call only the library below
  * (model, cover, data) and the core.

@@ -11,9 +11,12 @@
 #    examples (failing steps, and distinct findings), and LSC / DSC of the test set before and
 #    after adding the distinct findings.
 # 4. deepsa --sa-grad reference against exact, median of 5 campaign seeds.
-# 5. Retraining on each fuzzer's findings (st-dper seeds): clean accuracy, and accuracy on every
+# 5. Figures 2-5: accuracy of the top-N test inputs ranked by LSAv / DSAv (SA on the important
+#    neurons), against plain LSA / DSA of the whole layer and a random order.
+# 6. Retraining on each fuzzer's findings (st-dper seeds): clean accuracy, and accuracy on every
 #    fuzzer's findings (a cross table).
-# Results: OUT/table3.tsv, OUT/exact.tsv, OUT/retrain.tsv, printed as Markdown at the end.
+# Results: OUT/table3.tsv, OUT/exact.tsv, OUT/topn.tsv, OUT/retrain.tsv, printed as Markdown at
+# the end.
 set -eu
 cd "$(dirname "$0")/.."
 out=${1:-out/deepsa-eval}
@@ -102,7 +105,7 @@ y = np.concatenate([np.load('$out/test_y.npy'), np.load('$run/found_y.npy')])
 np.save('$run/plus_x.npy', x); np.save('$run/plus_y.npy', y)"
             after=$(cov "npy:$run/plus_x.npy,$run/plus_y.npy")
         fi
-        printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$fz" "$sel" "$(echo $adv | tr ' ' '\t')" \
+        printf '%s\t%s\t%s\t%s\t%s\n' "$fz" "$sel" "$(echo $adv | tr ' ' '\t')" \
             "$(echo $base | tr ' ' '\t')" "$(echo $after | tr ' ' '\t')" >> "$out/table3.tsv"
     done
 done
@@ -111,6 +114,27 @@ printf 'fuzzer\tsa_grad\tseed\tadversarial\tdistinct\tcorpus\n' > "$out/exact.ts
 for s in 1 2 3 4 5; do for g in reference exact; do for fz in dfuzz lfuzz; do
     /usr/bin/python3 -c "import json; s=json.load(open('$out/runs/$fz-$g-$s/summary.json')); print('$fz\t$g\t$s\t%d\t%d\t%d' % (s['failures_total'], s['failures'], s['corpus']))" >> "$out/exact.tsv"
 done; done; done
+
+for k in lsa dsa; do
+    $flare nn sa -k $k -m "$out/m.onnx" --layer "$layer" --train fashion-mnist:train \
+        --test fashion-mnist:test -o "$out/$k.npy" -q >/dev/null
+    $flare nn sa -k $k -m "$out/m.onnx" --layer "$layer" --train fashion-mnist:train \
+        --test fashion-mnist:test --important "$out/imp.json" -o "$out/${k}v.npy" -q >/dev/null
+done
+$flare nn run -m "$out/m.onnx" -i fashion-mnist:test -o "$out/logits.npy" -q >/dev/null
+/usr/bin/python3 - "$out" <<'PY'
+import sys
+import numpy as np
+out = sys.argv[1]
+ok = np.load(f"{out}/logits.npy").argmax(1) == np.load(f"{out}/test_y.npy")
+orders = {k: np.argsort(-np.nan_to_num(np.load(f"{out}/{k}.npy"), nan=-np.inf), kind="stable")
+          for k in ("lsav", "lsa", "dsav", "dsa")}
+orders["random"] = np.random.default_rng(1).permutation(len(ok))
+with open(f"{out}/topn.tsv", "w") as f:
+    f.write("N\t" + "\t".join(orders) + "\n")
+    for n in (100, 200, 500, 1000, 2000, 5000, 10000):
+        f.write(f"{n}\t" + "\t".join(f"{ok[o[:n]].mean():.3f}" for o in orders.values()) + "\n")
+PY
 
 printf 'retrained_on\tclean_before\tclean_after' > "$out/retrain.tsv"
 for fz in dfuzz lfuzz dlfuzz deepxplore; do printf '\ton_%s' "$fz" >> "$out/retrain.tsv"; done
@@ -160,5 +184,6 @@ for fz in ("dfuzz", "lfuzz"):
         d = [int(r["distinct"]) for r in rows if r["fuzzer"] == fz and r["sa_grad"] == g]
         print(f"| {fz} | {g} | {statistics.median(a):.0f} ({min(a)}-{max(a)}) | {statistics.median(d):.0f} ({min(d)}-{max(d)}) |")
 print()
+md(f"{out}/topn.tsv")
 md(f"{out}/retrain.tsv")
 PY

@@ -158,8 +158,8 @@ static fl_status check_agreement(fz_grad *g, fz_campaign *cp, fl_err *e) {
         for (int i = 0; i < B; i++) fz_to_input(cp, cp->q.e[s0 + i].px, 1, g->x.data + i * n);
         int64_t shape[4] = {B, cp->c, cp->h, cp->w};
         fl_tensor_set_shape(&g->x, 4, shape);
-        int32_t first[FZ_MAX_SEEDS * 64];
-        uint8_t same[FZ_MAX_SEEDS * 64];
+        int32_t first[FZ_MAX_LANES];
+        uint8_t same[FZ_MAX_LANES];
         memset(same, 1, sizeof same);
         for (int mi = 0; !st && mi < g->n_models; mi++) {
             if ((st = fl_model_forward(g->tab[mi].m, &g->x, e))) break;
@@ -230,9 +230,9 @@ fl_status fz_grad_init(fz_grad *g, fz_campaign *cp, fl_err *e) {
         g->lane[i].px = malloc(n);
         if (!g->lane[i].x || !g->lane[i].px) return fl_fail(e, FL_ERR_NOMEM, "out of memory");
     }
-    if (g->B > FZ_MAX_SEEDS * 64)
+    if (g->B > FZ_MAX_LANES)
         return fl_fail(e, FL_ERR_ARG, "-k %d: the gradient strategies step at most %d lanes", g->B,
-                       FZ_MAX_SEEDS * 64);
+                       FZ_MAX_LANES);
     if (s == FL_FUZZ_DEEPXPLORE) return check_agreement(g, cp, e);
     if (s == FL_FUZZ_DEEPSA) return sa_init(g, cp, e);
     return FL_OK;
@@ -308,7 +308,7 @@ static fl_status gains(fz_grad *g, fz_campaign *cp, int B, int64_t *gain, fl_err
     fl_coverset *cv = cp->cov;
     fl_status st;
     if (cv->needs & FL_COVER_NEED_MODEL) {
-        uint8_t added[FZ_MAX_SEEDS * 64];
+        uint8_t added[FZ_MAX_LANES];
         if ((st = fl_coverset_update_model(cv, cp->o->model, added, e))) return st;
         for (int i = 0; i < B; i++) gain[i] = g->lane[g->rows[i]].it > 0 && added[i];
         return FL_OK;
@@ -494,8 +494,8 @@ fl_status fz_grad_round(fz_grad *g, fz_campaign *cp, int *ran, fl_err *e) {
         st = forward(g, cp, B, e);
     }
     if (st) return st;
-    int64_t gain[64 * FZ_MAX_SEEDS];
-    uint8_t active[64 * FZ_MAX_SEEDS];
+    int64_t gain[FZ_MAX_LANES];
+    uint8_t active[FZ_MAX_LANES];
     if ((st = gains(g, cp, B, gain, e))) return st;
     if (cp->o->strategy == FL_FUZZ_DLFUZZ) { /* DLFuzz's table counts every image it ran */
         if ((st = fz_ntab_scaled(&g->tab[0], B, e))) return st;

@@ -19,6 +19,7 @@
 
 #define FZ_MAX_NEURONS 64 /* neurons one lane may raise (dlfuzz's k, deepxplore's one per model) */
 #define FZ_MAX_SEEDS 64   /* tensors one backward pass is seeded on */
+#define FZ_MAX_LANES 4096 /* -k of a gradient strategy */
 
 typedef struct fz_lane {
     int64_t entry;        /* the queue entry being stepped; -1: empty */
@@ -125,8 +126,8 @@ void fz_obj_logits(const fz_grad *g, const fz_campaign *cp, const fz_lane *l, in
 /* Add w * d(neuron idx of ls)/d(its layer tensor) for row r to the seeds of model t->m. */
 fl_status fz_obj_neuron(fz_ntab *t, const fl_layerset *ls, int r, int64_t idx, float w,
                         fl_err *e);
-/* Turn lane l's pixel gradient gr [n] into its step and move l->x (clipped, projected). */
-void fz_obj_step(const fz_grad *g, const fz_campaign *cp, fz_lane *l, const float *gr,
-                 fl_rng *r);
+/* Turn lane l's pixel gradient gr [n] (overwritten) into its step and move l->x (clipped,
+ * projected); l->px = l->x rounded. */
+void fz_obj_step(const fz_grad *g, const fz_campaign *cp, fz_lane *l, float *gr, fl_rng *r);
 
 #endif

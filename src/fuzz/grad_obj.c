@@ -90,7 +90,7 @@ static float rms(const float *v, int64_t n) {
 static float clip01(float v) { return v < 0 ? 0 : v > 1 ? 1 : v; }
 
 /* DeepXplore's domain constraints on the normalised gradient d [c, h, w] (in place). */
-static void constrain(const fz_grad *g, const fz_campaign *cp, float *d, fl_rng *r) {
+static void constrain(const fz_campaign *cp, float *d, fl_rng *r) {
     const int C = cp->c, H = cp->h, W = cp->w;
     const int64_t n = cp->n;
     switch (cp->o->dx_constraint) {
@@ -130,11 +130,9 @@ static void constrain(const fz_grad *g, const fz_campaign *cp, float *d, fl_rng 
     }
     default: break;
     }
-    (void)g;
 }
 
-void fz_obj_step(const fz_grad *g, const fz_campaign *cp, fz_lane *l, const float *gr,
-                 fl_rng *r) {
+void fz_obj_step(const fz_grad *g, const fz_campaign *cp, fz_lane *l, float *gr, fl_rng *r) {
     const int64_t n = cp->n;
     const uint8_t *x0 = cp->q.e[cp->q.e[l->entry].root].px;
     float *x = l->x;
@@ -159,11 +157,10 @@ void fz_obj_step(const fz_grad *g, const fz_campaign *cp, fz_lane *l, const floa
         float k = 1.0f / (rms(gr, n) + 1e-5f);
         float s = (float)g->step;
         if (cp->o->strategy == FL_FUZZ_DEEPSA) s *= 0.5f + fl_rng_uniform(r);
-        if (cp->o->strategy == FL_FUZZ_DEEPXPLORE) {
-            float *d = g->g + (gr - g->g); /* the lane's own gradient row: constrain in place */
-            for (int64_t i = 0; i < n; i++) d[i] = gr[i] * k;
-            constrain(g, cp, d, r);
-            for (int64_t i = 0; i < n; i++) x[i] = clip01(x[i] + s * d[i]);
+        if (cp->o->strategy == FL_FUZZ_DEEPXPLORE) { /* constrained in place */
+            for (int64_t i = 0; i < n; i++) gr[i] *= k;
+            constrain(cp, gr, r);
+            for (int64_t i = 0; i < n; i++) x[i] = clip01(x[i] + s * gr[i]);
         } else {
             for (int64_t i = 0; i < n; i++) x[i] = clip01(x[i] + s * k * gr[i]);
         }

@@ -222,7 +222,8 @@ static void status_now(fz_campaign *cp) {
 static fl_status report_now(fz_campaign *cp, int final, fl_err *e) {
     status_now(cp);
     if (cp->o->on_status) cp->o->on_status(&cp->st, cp->o->user);
-    fl_status st = fz_out_stats(cp, final, e);
+    fl_status st = fz_findings_flush(cp, e); /* the files first: the stats count them */
+    if (!st) st = fz_out_stats(cp, final, e);
     if (!st) st = fz_out_plot_row(cp, e);
     cp->last_stats = fl_now();
     return st;

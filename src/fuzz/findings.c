@@ -66,7 +66,7 @@ static fz_finding *lookup(fz_findings *fs, int oracle, int32_t label, int32_t pr
         fs->cap = c;
     }
     fz_finding *f = &fs->f[fs->n];
-    *f = (fz_finding){oracle, label, pred, pred2, root, 0, INFINITY};
+    *f = (fz_finding){oracle, label, pred, pred2, root, 0, INFINITY, -1};
     fs->slot[j] = fs->n++;
     fs->by_oracle[oracle]++;
     *created = 1;
@@ -74,6 +74,8 @@ static fz_finding *lookup(fz_findings *fs, int oracle, int32_t label, int32_t pr
 }
 
 void fz_findings_free(fz_findings *fs) {
+    for (int64_t i = 0; i < fs->n_pend; i++) free(fs->pend[i].px), free(fs->pend[i].input);
+    free(fs->pend);
     free(fs->f);
     free(fs->slot);
     memset(fs, 0, sizeof *fs);
@@ -173,6 +175,44 @@ static fl_status write_files(fz_campaign *cp, const fz_failure *f, const fz_find
     return fz_json_write(path, j, 1, e);
 }
 
+/* Keep f as finding k's closest example until the next flush (replacing a pending one). */
+static fl_status defer_min(fz_campaign *cp, const fz_failure *f, int64_t k, double l0, double l2,
+                           double linf, fl_err *e) {
+    fz_findings *fs = &cp->fs;
+    fz_pending *p;
+    if (fs->f[k].pending >= 0) {
+        p = &fs->pend[fs->f[k].pending];
+    } else {
+        if (fs->n_pend == fs->cap_pend) {
+            int64_t c = fs->cap_pend ? 2 * fs->cap_pend : 64;
+            fz_pending *q = realloc(fs->pend, sizeof *q * (size_t)c);
+            if (!q) return fl_fail(e, FL_ERR_NOMEM, "out of memory");
+            fs->pend = q;
+            fs->cap_pend = c;
+        }
+        p = &fs->pend[fs->n_pend];
+        p->px = malloc((size_t)cp->n);
+        p->input = malloc(sizeof(float) * (size_t)cp->n);
+        if (!p->px || !p->input) {
+            free(p->px);
+            free(p->input);
+            return fl_fail(e, FL_ERR_NOMEM, "out of memory");
+        }
+        fs->f[k].pending = fs->n_pend++;
+    }
+    p->finding = k;
+    p->v = *f->v;
+    p->parent = f->parent->id;
+    p->root = f->root->id;
+    p->exec = f->exec;
+    p->time = f->time;
+    p->l0 = l0, p->l2 = l2, p->linf = linf;
+    memcpy(p->px, f->px, (size_t)cp->n);
+    memcpy(p->input, f->input, sizeof(float) * (size_t)cp->n);
+    snprintf(p->op, sizeof p->op, "%s", f->last_op);
+    return FL_OK;
+}
+
 fl_status fz_findings_add(fz_campaign *cp, const fz_failure *f, int *is_new, fl_err *e) {
     const fz_verdict *v = f->v;
     cp->fs.total++;
@@ -188,8 +228,25 @@ fl_status fz_findings_add(fz_campaign *cp, const fz_failure *f, int *is_new, fl_
     if (*is_new) st = write_files(cp, f, fd, "first", l0, l2, linf, e);
     if (!st && l2 < fd->min_l2) {
         fd->min_l2 = l2;
-        st = write_files(cp, f, fd, "min", l0, l2, linf, e);
+        st = defer_min(cp, f, fd - cp->fs.f, l0, l2, linf, e);
     }
+    return st;
+}
+
+fl_status fz_findings_flush(fz_campaign *cp, fl_err *e) {
+    fz_findings *fs = &cp->fs;
+    fl_status st = FL_OK;
+    for (int64_t i = 0; i < fs->n_pend; i++) {
+        fz_pending *p = &fs->pend[i];
+        fz_finding *fd = &fs->f[p->finding];
+        fz_failure f = {&p->v, &cp->q.e[p->parent], &cp->q.e[p->root], p->px, p->input, p->op,
+                        p->exec, p->time};
+        if (!st) st = write_files(cp, &f, fd, "min", p->l0, p->l2, p->linf, e);
+        fd->pending = -1;
+        free(p->px);
+        free(p->input);
+    }
+    fs->n_pend = 0;
     return st;
 }
 

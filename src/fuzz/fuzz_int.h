@@ -71,7 +71,21 @@ typedef struct fz_finding {
     int64_t root;
     int64_t seen;
     double min_l2;
+    int64_t pending;    /* index of its unwritten closest example in fz_findings.pend, or -1 */
 } fz_finding;
+
+/* A closest-so-far example not written yet: a finding's "min" files are rewritten at most
+ * once per status report (fz_findings_flush), not for every closer mutant, which made file
+ * writes the larger part of a gradient campaign's time. Copies: the queue may move. */
+typedef struct fz_pending {
+    int64_t finding;
+    fz_verdict v;
+    int64_t parent, root, exec;
+    double time, l0, l2, linf;
+    uint8_t *px;
+    float *input;
+    char op[64];
+} fz_pending;
 
 typedef struct fz_findings {
     fz_finding *f;
@@ -80,6 +94,8 @@ typedef struct fz_findings {
     int64_t n_slots;
     int64_t total;      /* failing mutants, repeats included */
     int64_t by_oracle[3];
+    fz_pending *pend;
+    int64_t n_pend, cap_pend;
 } fz_findings;
 
 /* What one failing mutant is, for its files. */
@@ -99,6 +115,8 @@ void fz_findings_free(fz_findings *fs);
 /* Count the failure; write its files when it is the first of its (oracle, class pair, root)
  * or closer to its seed than the closest so far. *is_new = 1 for a new distinct finding. */
 fl_status fz_findings_add(struct fz_campaign *cp, const fz_failure *f, int *is_new, fl_err *e);
+/* Write the pending closest examples (before every fuzzer_stats, and at the end). */
+fl_status fz_findings_flush(struct fz_campaign *cp, fl_err *e);
 /* Rebuild the table from out/failures (resume). */
 fl_status fz_findings_load(struct fz_campaign *cp, fl_err *e);
 /* The labelled grid out/failures.png: seed next to mutant for each distinct finding's first

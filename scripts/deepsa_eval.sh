@@ -1,15 +1,17 @@
 #!/bin/sh
 # DeepSA's evaluation on Fashion-MNIST, reproduced with flare (docs/nn-fuzz-experiments.md).
 #
-#   scripts/deepsa_eval.sh [OUT] [EXECS]        (default out/deepsa-eval, 5000 steps a campaign)
+#   scripts/deepsa_eval.sh [OUT] [EXECS] [ARCH]
+#       (defaults: out/deepsa-eval, 5000 steps a campaign, lenet5; lenet4 works too)
 #
-# 1. LeNet-5 trained by flare (5 epochs, -s 1); LeNet-1 as DeepXplore's second model.
+# 1. The network (ARCH) trained by flare (5 epochs, -s 1); LeNet-1 as DeepXplore's second
+#    model.
 # 2. The LRP-important neurons of its last hidden layer (ratio 0.4, 10 000 training images).
 # 3. Table 3: fuzzers dfuzz (deepsa, DSA), lfuzz (deepsa, LSA), dlfuzz, deepxplore, each from
 #    the 100 seeds of every seed strategy (st-dper, st-lper, st-dall, st-lall, gini, best =
 #    RobOT's BE-ST, random), 5 iterations per picked image, the same step budget: adversarial
-#    examples (failing steps, and distinct findings), and LSC / DSC of the test set before and
-#    after adding the distinct findings.
+#    examples (failing steps, and distinct findings), and LSCv / DSCv (surprise coverage on the
+#    important neurons) of the test set before and after adding the distinct findings.
 # 4. deepsa --sa-grad reference against exact, median of 5 campaign seeds.
 # 5. Figures 2-5: accuracy of the top-N test inputs ranked by LSAv / DSAv (SA on the important
 #    neurons), against plain LSA / DSA of the whole layer and a random order.
@@ -21,16 +23,21 @@ set -eu
 cd "$(dirname "$0")/.."
 out=${1:-out/deepsa-eval}
 execs=${2:-5000}
+arch=${3:-lenet5}
 flare=build/flare
-layer=/relu4/Relu_output_0
+case $arch in # the last hidden layer
+lenet5) layer=/relu4/Relu_output_0 ;;
+lenet4) layer=/relu3/Relu_output_0 ;;
+*) echo "deepsa_eval: ARCH is lenet5 or lenet4" >&2; exit 2 ;;
+esac
 mkdir -p "$out"
 [ -x "$flare" ] || make --no-print-directory build/flare >/dev/null
 
-[ -f "$out/m.onnx" ] || $flare nn train --arch lenet5 --epochs 5 -s 1 -o "$out/m.onnx" -q
+[ -f "$out/m.onnx" ] || $flare nn train --arch "$arch" --epochs 5 -s 1 -o "$out/m.onnx" -q
 [ -f "$out/m2.onnx" ] || $flare nn train --arch lenet1 --epochs 5 -s 2 -o "$out/m2.onnx" -q
 [ -f "$out/imp.json" ] || $flare nn lrp -m "$out/m.onnx" -d fashion-mnist:train --limit 10000 \
     --layers "$layer" -o "$out/imp.json" -q >/dev/null
-echo "LeNet-5 test accuracy: $($flare nn eval -m "$out/m.onnx" -d fashion-mnist:test --json -q | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["accuracy"])')" > "$out/accuracy.txt"
+echo "$arch test accuracy: $($flare nn eval -m "$out/m.onnx" -d fashion-mnist:test --json -q | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["accuracy"])')" > "$out/accuracy.txt"
 
 common="-m $out/m.onnx -i fashion-mnist:test -n 100 --important $out/imp.json --train fashion-mnist:train --iters 5 -E $execs -q"
 fuzz() { # NAME SELECT SEED EXTRA...
@@ -69,10 +76,15 @@ for run in sorted(glob.glob(f"{out}/runs/*")):
         np.save(f"{run}/found_y.npy", np.array(ys, np.int64))
 PY
 
-cov() { # SPEC -> "lsc dsc" in %
-    $flare nn cover -m "$out/m.onnx" -d "$1" --train fashion-mnist:train --layers "$layer" \
-        -c "lsc:1000:$layer,dsc:1000:$layer" --json -q 2>/dev/null |
-        /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); c={k["criterion"].split(":")[0]: k for k in d["criteria"]}; print("%.2f %.2f" % (100*c["lsc"]["coverage"], 100*c["dsc"]["coverage"]))'
+# LSCv / DSCv: surprise coverage of the SA on the important neurons (`nn sa --important`),
+# 1 000 sadl buckets between the bounds of the test set's own SA values, kept for the
+# test set plus the findings, so that before and after are counted on the same buckets.
+sacov() { # KIND SPEC [LOWER UPPER] -> "coverage lower upper"
+    b=""
+    [ $# -eq 4 ] && b="--lower $3 --upper $4"
+    $flare nn sa -k "$1" -m "$out/m.onnx" --layer "$layer" --train fashion-mnist:train \
+        --test "$2" --important "$out/imp.json" --buckets 1000 $b --json -q |
+        /usr/bin/python3 -c 'import json,sys; c=json.load(sys.stdin)["coverage"]; print("%.2f %r %r" % (100*c["coverage"], c["lower"], c["upper"]))'
 }
 test_np="$out/test"
 /usr/bin/python3 - "$out" <<'PY'
@@ -90,23 +102,26 @@ f = lambda k: next(p for p in (f"{d}/t10k-{k}{z}" for z in (".gz", "")) if os.pa
 np.save(f"{out}/test_x.npy", (idx(f("images-idx3-ubyte"))[:, None] / 255.0).astype(np.float32))
 np.save(f"{out}/test_y.npy", idx(f("labels-idx1-ubyte")).astype(np.int64))
 PY
-base=$(cov "npy:$out/test_x.npy,$out/test_y.npy")
-printf 'fuzzer\tseeds\tadversarial\tdistinct\tlsc\tdsc\tlsc_after\tdsc_after\n' > "$out/table3.tsv"
+set -- $(sacov lsa "npy:$out/test_x.npy,$out/test_y.npy")
+lscv=$1 llo=$2 lhi=$3
+set -- $(sacov dsa "npy:$out/test_x.npy,$out/test_y.npy")
+dscv=$1 dlo=$2 dhi=$3
+printf 'fuzzer\tseeds\tadversarial\tdistinct\tLSCv\tDSCv\tLSCv_after\tDSCv_after\n' > "$out/table3.tsv"
 for sel in st-dper st-lper st-dall st-lall gini best random; do
     for fz in dfuzz lfuzz dlfuzz deepxplore; do
         run="$out/runs/$fz-$sel"
         adv=$(/usr/bin/python3 -c "import json; s=json.load(open('$run/summary.json')); print(s['failures_total'], s['failures'])")
-        after=$base
+        after="$lscv $dscv"
         if [ -f "$run/found_x.npy" ]; then
             /usr/bin/python3 -c "
 import numpy as np
 x = np.concatenate([np.load('$out/test_x.npy'), np.load('$run/found_x.npy')])
 y = np.concatenate([np.load('$out/test_y.npy'), np.load('$run/found_y.npy')])
 np.save('$run/plus_x.npy', x); np.save('$run/plus_y.npy', y)"
-            after=$(cov "npy:$run/plus_x.npy,$run/plus_y.npy")
+            after="$(sacov lsa "npy:$run/plus_x.npy,$run/plus_y.npy" "$llo" "$lhi" | cut -d' ' -f1) $(sacov dsa "npy:$run/plus_x.npy,$run/plus_y.npy" "$dlo" "$dhi" | cut -d' ' -f1)"
         fi
         printf '%s\t%s\t%s\t%s\t%s\n' "$fz" "$sel" "$(echo $adv | tr ' ' '\t')" \
-            "$(echo $base | tr ' ' '\t')" "$(echo $after | tr ' ' '\t')" >> "$out/table3.tsv"
+            "$(printf '%s\t%s' "$lscv" "$dscv")" "$(echo $after | tr ' ' '\t')" >> "$out/table3.tsv"
     done
 done
 

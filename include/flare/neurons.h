@@ -14,7 +14,8 @@
  *
  * Layer-set kinds (an option because the reference tools differ):
  *   all          every node output except the input and pure re-shapers (Flatten, Reshape,
- *                Squeeze, Unsqueeze, Identity, Dropout, Shape ops): DeepXplore / DeepHunter.
+ *                Squeeze, Unsqueeze, Identity, Dropout, Shape ops, Gather, Cast, Concat,
+ *                Transpose, Pad, Slice, Split): DeepXplore / DeepHunter.
  *   conv+dense   outputs of Conv, ConvTranspose, Gemm and MatMul, i.e. pre-activation values:
  *                NeuraL-Coverage.
  *   NAME,NAME…   an explicit list of tensor names (see `flare nn info`).

@@ -18,10 +18,14 @@ void fl_layerset_free(fl_layerset *ls) {
 }
 
 /* Ops whose output is only a re-arrangement (or copy) of their input: not a new layer. */
+/* Ops whose outputs only move, pick or pad the values of their input: their "neurons" would
+ * repeat the previous layer's (Pad is the zero frame torch writes before AvgPool2d; Slice and
+ * Split cut channels, as ShuffleNet does). */
 static int is_reshaper(const char *op) {
     static const char *const names[] = {"Flatten", "Reshape", "Squeeze", "Unsqueeze", "Identity",
                                         "Dropout", "Shape", "Gather", "Constant", "Cast",
-                                        "Concat", "Transpose", NULL};
+                                        "Concat", "Transpose", "Pad", "Slice", "Split",
+                                        "Size", NULL};
     for (const char *const *p = names; *p; p++)
         if (strcmp(op, *p) == 0) return 1;
     return 0;

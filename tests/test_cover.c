@@ -814,6 +814,30 @@ static void test_commands(void **state) {
     expect(rc, out, 2, "no tensor named 'conv1'");
 }
 
+/* Pad (here the attribute form of opset 10) only frames its input: not a layer of "all". */
+static void test_layerset_skips_pad(void **state) {
+    (void)state;
+    fl_err e = {0};
+    fl_model *m = fl_model_new();
+    m->opset = 10;
+    fl_tensor in = {0};
+    int64_t ds[4] = {0, 1, 4, 4}, pads[8] = {0, 0, 1, 1, 0, 0, 1, 1};
+    fl_tensor_set_shape(&in, 4, ds);
+    int x = fl_model_add_value(m, "x", FL_VAL_INPUT, &in, &e);
+    fl_attr a = fl_attr_ints("pads", 8, pads);
+    int p = fl_model_add_op(m, "Pad", "pad", 1, &x, 1, &a, &e);
+    int r = fl_model_add_op(m, "Relu", "relu", 1, &p, 0, NULL, &e);
+    if (p < 0 || r < 0) fail_msg("%s", e.msg);
+    assert_int_equal(fl_model_set_io(m, 1, &x, 1, &r, &e), FL_OK);
+    assert_int_equal(fl_model_finish(m, &e), FL_OK);
+    fl_layerset *ls;
+    if (fl_layerset_make(m, "all", &ls, &e)) fail_msg("%s", e.msg);
+    assert_int_equal(ls->n, 1);
+    assert_string_equal(ls->name[0], "relu_output_0");
+    fl_layerset_free(ls);
+    fl_model_free(m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fixture_layers),
@@ -829,6 +853,7 @@ int main(void) {
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_profile_file),
         cmocka_unit_test(test_commands),
+        cmocka_unit_test(test_layerset_skips_pad),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

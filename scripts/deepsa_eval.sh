@@ -24,7 +24,7 @@ cd "$(dirname "$0")/.."
 out=${1:-out/deepsa-eval}
 execs=${2:-5000}
 arch=${3:-lenet5}
-flare=build/flare
+flare=${FLARE:-build/flare}
 case $arch in # the last hidden layer
 lenet5) layer=/relu4/Relu_output_0 ;;
 lenet4) layer=/relu3/Relu_output_0 ;;

@@ -387,7 +387,7 @@ static const char *flare_bin(void) {
 static void test_replay(void **state) {
     char out[128];
     snprintf(out, sizeof out, "%s/o_dedup", tmp); /* from test_planted_found_once */
-    if (access(flare_bin(), X_OK) != 0) skip();
+    TU_NEED(access(flare_bin(), X_OK) == 0, "the flare binary (FLARE_BIN; tests/run.sh sets it)");
     char junit[256];
     snprintf(junit, sizeof junit, "%s/junit.xml", tmp);
     assert_int_equal(tu_sh(NULL, "%s agents replay %s/failures --junit %s -q -- %s",

@@ -224,7 +224,7 @@ static void test_runtime_errors(void **state) {
 
 /* ---- the round trip -------------------------------------------------------------------------- */
 static void test_train(void **state) {
-    if (!have_data) skip();
+    TU_NEED(have_data, "dataset-fashion-mnist (/usr/share/datasets/fashion-mnist)");
     char stats[128];
     snprintf(model, sizeof model, "%s/mlp.onnx", tmp);
     snprintf(stats, sizeof stats, "%s/mlp.jsonl", tmp);
@@ -273,7 +273,8 @@ static void test_train(void **state) {
 /* Same seed, same thread count: the same model, byte for byte. Run on a pretend terminal to
  * see the progress bar redraw with \r. */
 static void test_train_reproducible_with_bar(void **state) {
-    if (!have_data || !file_exists(model)) skip();
+    TU_NEED(have_data, "dataset-fashion-mnist (/usr/share/datasets/fashion-mnist)");
+    if (!file_exists(model)) TU_SKIP("%s missing: test_train did not write it", model);
     char again[128];
     snprintf(again, sizeof again, "%s/again.onnx", tmp);
     res r = run(1, "FLARE_PROGRESS=tty " F "nn train -a mlp -n 512 -e 1 -s 42 -t 1 -o %s", again);
@@ -295,7 +296,7 @@ static void test_train_reproducible_with_bar(void **state) {
 }
 
 static void test_info(void **state) {
-    if (!file_exists(model)) skip();
+    if (!file_exists(model)) TU_SKIP("%s missing: test_train did not write it", model);
     fl_err e = {0};
     fl_model *m;
     assert_int_equal(fl_onnx_load(model, &m, &e), FL_OK);
@@ -325,7 +326,7 @@ static void test_info(void **state) {
 }
 
 static void test_eval(void **state) {
-    if (!file_exists(model)) skip();
+    if (!file_exists(model)) TU_SKIP("%s missing: test_train did not write it", model);
     res r = run(0, F "nn eval --model %s --data fashion-mnist:test --limit 300 --json", model);
     assert_int_equal(r.rc, 0);
     cJSON *j = parse_json(r.out);
@@ -362,7 +363,7 @@ static void test_eval(void **state) {
 
 /* Three images through the CLI: logits and a hidden layer match the library's forward pass. */
 static void test_run(void **state) {
-    if (!file_exists(model)) skip();
+    if (!file_exists(model)) TU_SKIP("%s missing: test_train did not write it", model);
     fl_err e = {0};
     fl_model *m;
     assert_int_equal(fl_onnx_load(model, &m, &e), FL_OK);
@@ -445,7 +446,8 @@ static int teardown(void **state) {
 /* nn fuzz / nn retrain through the binary: a campaign, its folder, a refused re-use, a resume,
  * bad input that leaves nothing behind. */
 static void test_fuzz(void **state) {
-    if (!have_data || !file_exists(model)) skip();
+    TU_NEED(have_data, "dataset-fashion-mnist (/usr/share/datasets/fashion-mnist)");
+    if (!file_exists(model)) TU_SKIP("%s missing: test_train did not write it", model);
     char out[128], path[192];
     snprintf(out, sizeof out, "%s/fuzz", tmp);
     expect(run(1, F "nn fuzz -m %s --seeds fashion-mnist:test --limit 50 -c kmnc:10 -o %s -E 100",

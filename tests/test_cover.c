@@ -751,7 +751,7 @@ static void expect(int rc, char *out, int want, const char *needle) {
 static void test_commands(void **state) {
     (void)state;
     if (!getenv("FLARE_BIN")) setenv("FLARE_BIN", "build/flare", 1);
-    if (access(getenv("FLARE_BIN"), X_OK) != 0) skip();
+    TU_NEED(access(getenv("FLARE_BIN"), X_OK) == 0, "the flare binary (FLARE_BIN; tests/run.sh sets it)");
     char *out;
     const char *prof = tmp("cli.bin");
     int rc = tu_sh(&out, "\"$FLARE_BIN\" nn profile -m %slenet1.onnx -d fashion-mnist:test -n 200 -b 64 -o %s",

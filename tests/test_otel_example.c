@@ -139,7 +139,7 @@ static int load_seeds(fl_case **out, int max) {
 /* ---- jsonl mode ------------------------------------------------------------------------------- */
 static void test_seeds_clean_and_covering(void **state) {
     (void)state;
-    if (!g_node) skip();
+    TU_NEED(g_node, "nodejs (node)");
     fl_case *cs[64];
     int n = load_seeds(cs, 32);
     assert_true(n >= 5);
@@ -181,7 +181,7 @@ static const struct {
 
 static void test_crafted_inputs(void **state) {
     (void)state;
-    if (!g_node) skip();
+    TU_NEED(g_node, "nodejs (node)");
     fl_target *t = start("jsonl", NULL), *fixed = start("jsonl", "all");
     for (size_t i = 0; i < sizeof crafted / sizeof crafted[0]; i++) {
         fl_case *c = case_text(crafted[i].input);
@@ -207,7 +207,7 @@ static void test_crafted_inputs(void **state) {
 /* ---- otel mode -------------------------------------------------------------------------------- */
 static void test_otel_stdout_only_done(void **state) {
     (void)state;
-    if (!g_modules) skip();
+    TU_NEED(g_modules, "npm packages of " EX_DIR " (scripts/deps.sh test runs npm ci)");
     /* nobody listens on port 1: the export fails (after the exporter's timeout), the case
      * still ends with done and nothing else */
     setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1", 1);
@@ -253,7 +253,7 @@ static void assert_same_behaviour(const fl_case *c, const fl_trace *a, const fl_
 
 static void test_otel_twin_same_behaviour(void **state) {
     (void)state;
-    if (!g_modules) skip();
+    TU_NEED(g_modules, "npm packages of " EX_DIR " (scripts/deps.sh test runs npm ci)");
     fl_err e = {0};
     fl_otlp_src_opts so = {.listen = "127.0.0.1:0", .file = NULL, .grace_ms = 5000};
     fl_otlp_src *src;

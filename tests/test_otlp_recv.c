@@ -241,7 +241,7 @@ static long stat_of(const char *stats, const char *key) {
 }
 
 static void test_cli(void **state) {
-    if (access(flare_bin(), X_OK) != 0) skip();
+    TU_NEED(access(flare_bin(), X_OK) == 0, "the flare binary (FLARE_BIN; tests/run.sh sets it)");
     char cmd[2048], case_path[128];
     snprintf(case_path, sizeof case_path, "%s/case.json", tmp);
     FILE *f = fopen(case_path, "w");

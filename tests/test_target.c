@@ -456,7 +456,7 @@ static void test_bad_command(void **state) {
 /* ---- flare agents run ------------------------------------------------------------------------ */
 static void test_cli_agents_run(void **state) {
     const char *bin = getenv("FLARE_BIN");
-    if (!bin || access(bin, X_OK)) skip();
+    TU_NEED(bin && access(bin, X_OK) == 0, "the flare binary (FLARE_BIN; tests/run.sh sets it)");
     char cs[128];
     snprintf(cs, sizeof cs, "%s/case.json", tmp);
     FILE *f = fopen(cs, "w");

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <cjson/cJSON.h>
 #include <sys/wait.h>
 
 #include "flare/model.h"
@@ -149,6 +150,48 @@ static inline double tu_gradcheck(const char *op_type, int n_in, fl_tensor *ins,
     return tu_gradcheck_n(op_type, n_in, ins, kinds, 1, n_attr, attr, eps, tol);
 }
 
+/* ---- skips ----------------------------------------------------------------------------------
+ * A test case that cannot run says why and skips, visibly: cmocka marks it SKIPPED and
+ * tests/run.sh reports its binary as SKIP with the count of skipped cases, never as PASS.
+ *   TU_NEED(ok, "what")  a declared dependency (a Debian package, npm packages, a data set, the
+ *                        flare binary): skips when !ok, and in CI (environment CI=true) fails
+ *                        instead, because CI must run every test.
+ *   TU_SKIP("fmt", ...)  anything else (an earlier case's output is missing): always a skip.
+ * A whole test binary that cannot run exits TU_EXIT_SKIP (77, automake's convention), which
+ * tests/run.sh counts as SKIP (and as a failure under CI=true). */
+#define TU_EXIT_SKIP 77
+
+static inline int tu_ci(void) {
+    const char *c = getenv("CI");
+    return c && (!strcmp(c, "true") || !strcmp(c, "1"));
+}
+
+static inline void tu_skip_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline void tu_skip_msg(const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    printf("SKIP: %s\n", msg); /* tests/run.sh shows these lines under the binary's SKIP */
+    fflush(stdout);
+}
+
+#define TU_SKIP(...)               \
+    do {                           \
+        tu_skip_msg(__VA_ARGS__);  \
+        skip();                    \
+    } while (0)
+
+#define TU_NEED(ok, what)                                                                     \
+    do {                                                                                      \
+        if (!(ok)) {                                                                          \
+            if (tu_ci()) fail_msg("missing dependency: %s (CI=true: a missing dependency fails; " \
+                                  "scripts/deps.sh test installs it)", (what));               \
+            TU_SKIP("missing dependency: %s", (what));                                        \
+        }                                                                                     \
+    } while (0)
+
 /* Run a shell command line with stderr merged into stdout; *out gets the output (malloc'd,
  * at most 64 KiB; out NULL: the output is dropped), the return value the exit status (128
  * when killed by a signal). For tests that drive the flare binary. */
@@ -171,6 +214,32 @@ static inline int tu_sh(char **out, const char *fmt, ...) {
     if (out) *out = buf;
     else free(buf);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* The number at a dotted path ("coverage.coverage") in the first JSON object of text (what
+ * follows the object, such as stderr merged by tu_sh, is ignored). Fails the test when the
+ * text has no object or the path is not a number. Tests compare JSON output by value with
+ * this, never by a prefix of its text ("\"coverage\":\t0.14" also matches 0.149). */
+static inline double tu_json_num(const char *text, const char *path) {
+    const char *start = text ? strchr(text, '{') : NULL;
+    if (!start) fail_msg("no JSON object in: %.200s", text ? text : "(null)");
+    cJSON *root = cJSON_ParseWithOpts(start, NULL, 0);
+    if (!root) fail_msg("not JSON: %.200s", start);
+    const cJSON *at = root;
+    char key[128];
+    for (const char *p = path; at && *p;) {
+        size_t n = strcspn(p, ".");
+        snprintf(key, sizeof key, "%.*s", (int)n, p);
+        at = cJSON_GetObjectItemCaseSensitive(at, key);
+        p += n + (p[n] == '.');
+    }
+    if (!cJSON_IsNumber(at)) {
+        cJSON_Delete(root);
+        fail_msg("JSON has no number at %s: %.200s", path, start);
+    }
+    double v = at->valuedouble;
+    cJSON_Delete(root);
+    return v;
 }
 
 /* Compile the test target tests/targets/NAME.c (the folder next to this file) into the

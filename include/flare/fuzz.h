@@ -263,7 +263,7 @@ typedef struct fl_fuzz_result {
 fl_status fl_fuzz_run(const fl_fuzz_opts *o, fl_fuzz_result *r, fl_err *e);
 
 /* The value recorded under key in out_dir/fuzzer_stats, into buf; returns 0 (buf "") when the
- * file or the key is absent. How a resumed run finds its seed, seeds and scale. */
+ * file or the key is absent (and 0, buf untouched, when n is 0). How a resumed run finds its seed, seeds and scale. */
 int fl_fuzz_stats_get(const char *out_dir, const char *key, char *buf, size_t n);
 
 /* ---- report (src/fuzz/report.c) ----------------------------------------------------------- */

@@ -195,6 +195,7 @@ fl_status fz_out_plot_row(fz_campaign *cp, fl_err *e) {
 
 int fl_fuzz_stats_get(const char *out_dir, const char *key, char *buf, size_t n) {
     char path[4096], line[4096];
+    if (n == 0) return 0; /* nowhere to write even the empty string */
     buf[0] = 0;
     if (fz_path(path, sizeof path, out_dir, "fuzzer_stats", NULL)) return 0;
     FILE *f = fopen(path, "r");

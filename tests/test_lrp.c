@@ -420,6 +420,13 @@ static void test_load_errors(void **state) {
         {"{\"format\":\"flare-important-neurons\",\"rule\":\"zplus\",\"layers\":[{\"name\":\"a\","
          "\"neurons\":3,\"important\":[1],\"relevance\":[1,\"x\",3]}]}",
          "relevance[1]"},
+        /* a count too large for an integer (casting it would be undefined behaviour) */
+        {"{\"format\":\"flare-important-neurons\",\"rule\":\"zplus\",\"inputs\":1.3e79,"
+         "\"layers\":[{\"name\":\"a\",\"neurons\":3,\"important\":[1],\"relevance\":[1,2,3]}]}",
+         "\"inputs\""},
+        {"{\"format\":\"flare-important-neurons\",\"rule\":\"zplus\",\"layers\":[{\"name\":"
+         "\"a\",\"neurons\":1e300,\"important\":[1],\"relevance\":[1,2,3]}]}",
+         "\"neurons\""},
     };
     char path[64];
     snprintf(path, sizeof path, "/tmp/flare_test_bad_%d.json", (int)getpid());

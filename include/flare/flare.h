@@ -71,6 +71,11 @@ void fl_parallel_for(int64_t n, fl_range_fn fn, void *ctx);
 /* Upper bound on tid + 1, for sizing per-thread scratch. */
 int fl_parallel_slots(void);
 
+/* ---- numbers ------------------------------------------------------------------------------- */
+/* 1 when v is a whole number in [lo, hi] (NaN is not). Check it before casting a double read
+ * from an outside file to an integer: an out-of-range cast is undefined behaviour. */
+int fl_whole(double v, double lo, double hi);
+
 /* ---- files --------------------------------------------------------------------------------- */
 /* Read a whole file (gzip-compressed files are inflated when the path ends in ".gz"). */
 fl_status fl_file_read(const char *path, uint8_t **buf, size_t *len, fl_err *e);

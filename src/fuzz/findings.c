@@ -251,9 +251,11 @@ fl_status fz_findings_flush(fz_campaign *cp, fl_err *e) {
 }
 
 /* ---- resume and the grid ------------------------------------------------------------------- */
+/* Member k as an int32; dflt when absent or not a whole number in range (-1 marks it bad). */
 static int32_t json_int(const cJSON *j, const char *k, int32_t dflt) {
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, k);
-    return cJSON_IsNumber(x) ? (int32_t)x->valuedouble : dflt;
+    return cJSON_IsNumber(x) && fl_whole(x->valuedouble, -1, INT32_MAX) ? (int32_t)x->valuedouble
+                                                                         : dflt;
 }
 
 static fl_status load_one(fz_campaign *cp, const char *path, fl_err *e) {

@@ -266,8 +266,11 @@ static fl_status read_entry(fz_campaign *cp, const char *stem, fz_entry *x, fl_e
     memset(x, 0, sizeof *x);
     if (!cJSON_IsNumber(id) || !cJSON_IsNumber(src) || !cJSON_IsNumber(root) ||
         !cJSON_IsNumber(si) || !cJSON_IsNumber(lab) || !cJSON_IsString(ops) ||
-        (int64_t)id->valuedouble != cp->q.n ||
-        (src->valuedouble >= 0 && (int64_t)root->valuedouble >= cp->q.n)) {
+        id->valuedouble != (double)cp->q.n || !fl_whole(src->valuedouble, -1, cp->q.n - 1) ||
+        !fl_whole(root->valuedouble, -1, INT64_MAX / 2) ||
+        (src->valuedouble >= 0 && !fl_whole(root->valuedouble, 0, cp->q.n - 1)) ||
+        !fl_whole(si->valuedouble, -1, INT64_MAX / 2) ||
+        !fl_whole(lab->valuedouble, -1, INT32_MAX)) {
         cJSON_Delete(j);
         return fl_fail(e, FL_ERR_FORMAT, "%s: not queue entry %lld of this campaign", path,
                        (long long)cp->q.n);

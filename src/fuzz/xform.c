@@ -42,8 +42,6 @@ const char *fl_xform_str(const fl_xform *t, char *buf, size_t n) {
     return buf;
 }
 
-static int is_int(double v, double lo, double hi) { return v >= lo && v <= hi && v == floor(v); }
-
 fl_status fl_xform_parse(const char *s, fl_xform *out, fl_err *e) {
     if (!s) return fl_fail(e, FL_ERR_ARG, "transformation: NULL");
     const char *colon = strchr(s, ':');
@@ -81,10 +79,10 @@ fl_status fl_xform_parse(const char *s, fl_xform *out, fl_err *e) {
     const char *bad = NULL;
     switch ((fl_xform_kind)kind) {
     case FL_XF_SCALE: if (!(v[0] > 0)) bad = "the factor must be > 0"; break;
-    case FL_XF_BLUR: if (!is_int(v[0], 1, 10)) bad = "the kernel id must be 1..10"; break;
-    case FL_XF_PIXEL: if (!is_int(v[0], 0, 1e9)) bad = "the pixel count must be 0..1e9"; break;
+    case FL_XF_BLUR: if (!fl_whole(v[0], 1, 10)) bad = "the kernel id must be 1..10"; break;
+    case FL_XF_PIXEL: if (!fl_whole(v[0], 0, 1e9)) bad = "the pixel count must be 0..1e9"; break;
     case FL_XF_NOISE:
-        if (!is_int(v[0], 1, 3)) bad = "the noise kind must be 1, 2 or 3";
+        if (!fl_whole(v[0], 1, 3)) bad = "the noise kind must be 1, 2 or 3";
         else if (v[1] < 0) bad = "sigma / ratio must be >= 0";
         else if (v[0] == 2 && v[1] > 1) bad = "the salt-and-pepper ratio must be 0..1";
         break;

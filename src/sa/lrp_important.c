@@ -260,14 +260,14 @@ static fl_status load_layer(const char *path, cJSON *o, int li, fl_important_lay
         !cJSON_IsArray(rel))
         return bad(path, what, e);
     L->name = strdup(name->valuestring);
+    if (!L->name) return fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    snprintf(what, sizeof what, "layer '%s': \"neurons\" is not a whole number >= 1", L->name);
+    if (!fl_whole(width->valuedouble, 1, INT32_MAX)) return bad(path, what, e);
     L->width = (int64_t)width->valuedouble;
     L->count = cJSON_GetArraySize(idx);
-    if (!L->name) return fl_fail(e, FL_ERR_NOMEM, "out of memory");
     snprintf(what, sizeof what, "layer '%s': %lld neurons, but %d relevance values", L->name,
              (long long)L->width, cJSON_GetArraySize(rel));
-    if (L->width < 1 || width->valuedouble != (double)L->width ||
-        cJSON_GetArraySize(rel) != L->width)
-        return bad(path, what, e);
+    if (cJSON_GetArraySize(rel) != L->width) return bad(path, what, e);
     snprintf(what, sizeof what, "layer '%s': %lld important neurons of %lld", L->name,
              (long long)L->count, (long long)L->width);
     if (L->count < 1 || L->count > L->width) return bad(path, what, e);
@@ -306,6 +306,15 @@ static fl_status load_layer(const char *path, cJSON *o, int li, fl_important_lay
     return st;
 }
 
+/* A count member: 0 when absent (older files), -1 when not a whole number in int64 range. */
+static int64_t count_member(const cJSON *j, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+    if (!v) return 0;
+    return cJSON_IsNumber(v) && fl_whole(v->valuedouble, 0, 9007199254740992.0)
+               ? (int64_t)v->valuedouble
+               : -1;
+}
+
 fl_status fl_important_load(const char *path, fl_important **out, fl_err *e) {
     *out = NULL;
     uint8_t *buf;
@@ -330,8 +339,10 @@ fl_status fl_important_load(const char *path, fl_important **out, fl_err *e) {
         cJSON *v;
         imp->eps = cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(j, "epsilon")) ? v->valuedouble : 0;
         imp->ratio = cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(j, "ratio")) ? v->valuedouble : 0;
-        imp->n_inputs = cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(j, "inputs")) ? (int64_t)v->valuedouble : 0;
-        imp->n_seen = cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(j, "seen")) ? (int64_t)v->valuedouble : 0;
+        imp->n_inputs = count_member(j, "inputs");
+        imp->n_seen = count_member(j, "seen");
+        if (imp->n_inputs < 0 || imp->n_seen < 0)
+            st = bad(path, "\"inputs\" and \"seen\" must be whole numbers >= 0", e);
         if (cJSON_IsString(v = cJSON_GetObjectItemCaseSensitive(j, "model")))
             imp->model = strdup(v->valuestring);
         if (cJSON_IsString(v = cJSON_GetObjectItemCaseSensitive(j, "data")))

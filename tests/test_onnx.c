@@ -219,6 +219,28 @@ static void test_roundtrip_zoo(void **state) {
     }
 }
 
+/* metadata_props survive export and import; set replaces a key's value */
+static void test_metadata(void **state) {
+    (void)state;
+    fl_err e = {0};
+    fl_model *m, *back;
+    assert_int_equal(fl_zoo_build("lenet1", 1, 28, 28, 10, 1, &m, &e), FL_OK);
+    assert_int_equal(fl_model_meta_set(m, "flare.gan.nz", "62", &e), FL_OK);
+    assert_int_equal(fl_model_meta_set(m, "flare.gan.classes", "a,b", &e), FL_OK);
+    assert_int_equal(fl_model_meta_set(m, "flare.gan.nz", "64", &e), FL_OK);
+    assert_int_equal(m->n_meta, 2);
+    uint8_t *buf;
+    size_t len;
+    assert_int_equal(fl_onnx_save_buffer(m, &buf, &len, &e), FL_OK);
+    assert_int_equal(fl_onnx_load_buffer(buf, len, "meta.onnx", &back, &e), FL_OK);
+    assert_string_equal(fl_model_meta_get(back, "flare.gan.nz"), "64");
+    assert_string_equal(fl_model_meta_get(back, "flare.gan.classes"), "a,b");
+    assert_null(fl_model_meta_get(back, "absent"));
+    free(buf);
+    fl_model_free(back);
+    fl_model_free(m);
+}
+
 /* ---- broken files ------------------------------------------------------------------------------ */
 static uint8_t *read_all(const char *path, size_t *len) {
     fl_err e = {0};
@@ -699,7 +721,7 @@ int main(void) {
         cmocka_unit_test(test_truncated),           cmocka_unit_test(test_corrupted),
         cmocka_unit_test(test_unsupported_op),      cmocka_unit_test(test_bad_graphs),
         cmocka_unit_test(test_inputs_constants_names), cmocka_unit_test(test_fold),
-        cmocka_unit_test(test_tensor_files),
+        cmocka_unit_test(test_tensor_files),        cmocka_unit_test(test_metadata),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -116,6 +116,8 @@ typedef struct fl_model {
     uint8_t *touched;   /* per value, during backward: gradient is non-zero */
     fl_rng rng;         /* Dropout masks */
     char *producer_name; /* from the ONNX file, for info */
+    int n_meta;         /* ONNX metadata_props: key/value strings a tool records in the file */
+    char **meta_key, **meta_val;
 } fl_model;
 
 /* ---- the op table ------------------------------------------------------------------------- */
@@ -168,6 +170,11 @@ fl_tensor *fl_gin(fl_model *m, fl_node *n, int i);  /* NULL if no gradient wante
  * NOT cleared: the op must write every element. Saves a pass over the largest buffers. */
 fl_tensor *fl_gin_fresh(fl_model *m, fl_node *n, int i, int *fresh);
 fl_tensor *fl_gout(fl_model *m, fl_node *n, int i);
+
+/* ONNX metadata_props (kept by import and export): set replaces a key's value; get returns
+ * NULL when the key is absent. */
+fl_status fl_model_meta_set(fl_model *m, const char *key, const char *value, fl_err *e);
+const char *fl_model_meta_get(const fl_model *m, const char *key);
 
 /* ---- running -------------------------------------------------------------------------------- */
 /* Plan shapes and buffers for inputs of these shapes (called by forward when needed). */

@@ -470,6 +470,10 @@ fl_status fl_onnx_load_buffer(const uint8_t *buf, size_t len, const char *name, 
     if (st == FL_OK && mp->producer_name && *mp->producer_name &&
         !(L.m->producer_name = strdup(mp->producer_name)))
         st = fl_fail(e, FL_ERR_NOMEM, "%s: out of memory", name);
+    for (size_t i = 0; st == FL_OK && i < mp->n_metadata_props; i++) {
+        const Onnx__StringStringEntryProto *kv = mp->metadata_props[i];
+        if (kv->key && kv->value) st = fl_model_meta_set(L.m, kv->key, kv->value, e);
+    }
     if (st == FL_OK && mp->graph->n_sparse_initializer)
         st = fl_fail(e, FL_ERR_UNSUPPORTED, "%s: sparse initializers are not supported", name);
     for (size_t i = 0; st == FL_OK && i < mp->graph->n_initializer; i++)

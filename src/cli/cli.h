@@ -96,6 +96,8 @@ int cli_usage(cli_cmd_id cmd, const char *fmt, ...) __attribute__((format(printf
 /* Informational output on stderr, silenced by --quiet. */
 extern int cli_quiet;
 void cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A seed nobody chose (AFL++ style): from the OS, to be printed so the run can be repeated. */
+uint64_t cli_fresh_seed(void);
 
 /* ---- agents ---- */
 /* The HTTP target of --target / --body-template / --response in h, or NULL without --target

@@ -85,6 +85,23 @@ static void test_gan_train(void **state) {
     assert_non_null(strstr(out, "seed 5"));
     assert_false(exists("g2.onnx"));
     free(out);
+    /* gan fuzz with it: the nn fuzz folder, the suite budget */
+    snprintf(args, sizeof args, "gan fuzz -m %s/m.onnx -g %s/g.onnx --max-suite 5 -k 8 -o %s/f "
+             "-s 1 -j 1", tmp, tmp, tmp);
+    rc = flare(&out, args);
+    if (rc != 0) fail_msg("gan fuzz exit %d:\n%s", rc, out);
+    assert_non_null(strstr(out, "corpus     5 (0 seeds)"));
+    assert_non_null(strstr(out, "nc:0.6:meanabs"));
+    free(out);
+    assert_true(exists("f/summary.json"));
+    assert_true(exists("f/report.html"));
+    /* a classifier is not a generator: exit 1, naming the file, no folder */
+    snprintf(args, sizeof args, "gan fuzz -m %s/m.onnx -g %s/m.onnx --max-suite 5 -o %s/f2",
+             tmp, tmp, tmp);
+    assert_int_equal(flare(&out, args), 1);
+    assert_non_null(strstr(out, "m.onnx: not a FuzzGAN generator"));
+    free(out);
+    assert_false(exists("f2"));
 }
 
 static void test_gan_train_bad_data(void **state) {

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "flare/fuzz.h"
 #include "flare/onnx.h"
 #include "gan/train.c"
 
@@ -293,6 +294,81 @@ static void test_train_resume_open(void **state) {
     fl_dataset_free(d);
 }
 
+/* `flare gan fuzz`'s campaign: the suite budget, the files of the nn fuzz folder, each failing
+ * case a finding of its own class, and the checks that come before anything is written. */
+static void test_fuzzgan(void **state) {
+    (void)state;
+    fl_err e = {0};
+    fl_dataset *d = bands(80, 10);
+    fl_model *m = lenet1(10);
+    fl_gan_opts go;
+    fl_gan_opts_default(&go);
+    go.batch = 16, go.epochs = 1, go.max_batches = 3, go.seed = 2;
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s", tmpdir("g"));
+    go.work_dir = dir;
+    fl_model *g = NULL;
+    assert_int_equal(fl_gan_train(m, d, &go, &g, &e), FL_OK);
+    fl_gan *gen;
+    assert_int_equal(fl_gan_open(g, "gen.onnx", &gen, &e), FL_OK);
+    fl_fuzz_opts o;
+    fl_fuzz_opts_default(&o);
+    o.strategy = FL_FUZZ_FUZZGAN;
+    o.model = m;
+    o.gen = gen;
+    o.criterion = "nc:0.6:meanabs";
+    o.max_suite = 12;
+    o.k = 8;
+    char out[160];
+    snprintf(out, sizeof out, "%s/out", dir);
+    o.out_dir = out;
+    fl_fuzz_result r;
+    if (fl_fuzz_run(&o, &r, &e) != FL_OK) fail_msg("%s", e.msg);
+    assert_true(r.last.corpus == 12);
+    assert_true(r.last.execs >= 8);
+    assert_int_equal(r.seeds_used, 0);
+    assert_true(r.last.covered > 0);
+    char p[300];
+    const char *files[] = {"fuzzer_stats", "plot_data", "summary.json", "report.html"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(p, sizeof p, "%s/%s", out, files[i]);
+        struct stat st;
+        if (stat(p, &st)) fail_msg("%s missing", p);
+    }
+    char v[64];
+    assert_true(fl_fuzz_stats_get(out, "strategy", v, sizeof v));
+    assert_string_equal(v, "fuzzgan");
+    /* an untrained-for-long generator fools an untrained model often: each failure is its own
+     * finding (its own root), under failures/<class>-<pred>/ */
+    assert_int_equal(r.last.failures, r.by_oracle[0]);
+    if (r.last.failures) {
+        snprintf(p, sizeof p, "%s/failures.png", out);
+        struct stat st;
+        assert_int_equal(stat(p, &st), 0);
+    }
+    /* checks before anything is written: a guide that is not NC, a layer set it was not
+     * trained on, resume */
+    char out2[160];
+    snprintf(out2, sizeof out2, "%s/out2", dir);
+    o.out_dir = out2;
+    o.criterion = "tknc:3";
+    assert_int_equal(fl_fuzz_run(&o, &r, &e), FL_ERR_ARG);
+    assert_non_null(strstr(e.msg, "nc:0.6:meanabs"));
+    o.criterion = "nc:0.6:meanabs";
+    o.layers = "conv+dense";
+    assert_int_equal(fl_fuzz_run(&o, &r, &e), FL_ERR_ARG);
+    assert_non_null(strstr(e.msg, "'all'"));
+    o.layers = NULL;
+    o.resume = 1;
+    o.out_dir = out;
+    assert_int_equal(fl_fuzz_run(&o, &r, &e), FL_ERR_UNSUPPORTED);
+    struct stat st;
+    assert_int_not_equal(stat(out2, &st), 0);
+    fl_gan_free(gen);
+    fl_model_free(m);
+    fl_dataset_free(d);
+}
+
 static void test_bad_data(void **state) {
     (void)state;
     fl_err e = {0};
@@ -317,6 +393,7 @@ int main(void) {
         cmocka_unit_test(test_nets),
         cmocka_unit_test(test_image_grad),
         cmocka_unit_test(test_train_resume_open),
+        cmocka_unit_test(test_fuzzgan),
         cmocka_unit_test(test_bad_data),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -27,9 +27,10 @@
  * their features: "adv" [N, 1], the real/fake logit, and "cls" [N, K], the class logits.
  *
  * Losses (docs/fuzzgan.md has each one's source):
- *   L_D = BCE(adv(x), 1) + BCE(adv(G), 0) + CE(cls(x), y) + CE(cls(G), c)
+ *   L_D = BCE(adv(x), 1) + BCE(adv(G), 0) + CE(cls(x), y)   (the class head on real images)
  *   L_G = BCE(adv(G), 1) + CE(cls(G), c) + lambda1 * L_error + lambda2 * L_neuron
- *   L_error  = -CE(model(G), c): the frozen model under test should get class c wrong;
+ *   L_error  = -min(CE(model(G), c), ln K): the frozen model under test should get class c
+ *              wrong; the push stops once its probability of c is below 1/K;
  *   L_neuron = -a_l(G) / max_k a_k(G): the target neuron's mean |output|, divided by the
  *              largest such mean in its layer (NC's meanabs scaling; the divisor is held
  *              constant in the gradient).

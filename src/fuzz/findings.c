@@ -311,15 +311,17 @@ fl_status fz_findings_load(fz_campaign *cp, fl_err *e) {
     return st;
 }
 
+/* Generated cases (fuzzgan) have no seed: one tile each, labelled class > prediction. */
 fl_status fz_findings_grid(fz_campaign *cp, fl_err *e) {
     enum { MAX = 50 };
+    const int per = cp->o->strategy == FL_FUZZ_FUZZGAN ? 1 : 2; /* tiles per finding */
     int n = cp->fs.n < MAX ? (int)cp->fs.n : MAX;
     char path[4096];
     fl_status st = fz_path(path, sizeof path, cp->o->out_dir, "failures.png", e);
     if (st || n == 0) return st;
-    float *img = calloc((size_t)(2 * n) * (size_t)cp->n, sizeof(float));
-    char (*lab)[96] = calloc((size_t)(2 * n), sizeof *lab);
-    const char **labels = calloc((size_t)(2 * n), sizeof *labels);
+    float *img = calloc((size_t)(per * n) * (size_t)cp->n, sizeof(float));
+    char (*lab)[96] = calloc((size_t)(per * n), sizeof *lab);
+    const char **labels = calloc((size_t)(per * n), sizeof *labels);
     if (!img || !lab || !labels) st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
     for (int i = 0; !st && i < n; i++) {
         const fz_finding *fd = &cp->fs.f[i];
@@ -328,25 +330,29 @@ fl_status fz_findings_grid(fz_campaign *cp, fl_err *e) {
         snprintf(npy, sizeof npy, "%s/failures/%s/root:%06lld,first.npy", cp->o->out_dir, dir,
                  (long long)fd->root);
         fl_tensor t = {0};
-        float *seed = img + (int64_t)(2 * i) * cp->n, *mut = seed + cp->n;
-        for (int64_t k = 0; k < cp->n; k++) seed[k] = cp->q.e[fd->root].px[k] / 255.0f;
+        float *seed = img + (int64_t)(per * i) * cp->n, *mut = seed + (per - 1) * cp->n;
+        for (int64_t k = 0; per == 2 && k < cp->n; k++) seed[k] = cp->q.e[fd->root].px[k] / 255.0f;
         if (fl_npy_read_tensor(npy, &t, NULL) == FL_OK && t.size == cp->n) {
             memcpy(mut, t.data, sizeof(float) * (size_t)cp->n);
-            fl_scale_unapply(&cp->o->seeds->scale, mut, 1, cp->c, (int64_t)cp->h * cp->w);
+            fl_scale_unapply(&cp->scale, mut, 1, cp->c, (int64_t)cp->h * cp->w);
         }
         fl_tensor_free(&t);
-        snprintf(lab[2 * i], sizeof lab[0], "#%lld\n%s", (long long)fd->root,
-                 class_name(cp, fd->label));
+        char *l0 = lab[per * i], *l1 = lab[per * i + per - 1];
+        if (per == 2) snprintf(l0, sizeof lab[0], "#%lld\n%s", (long long)fd->root,
+                               class_name(cp, fd->label));
         if (fd->oracle == FZ_OR_DISAGREE)
-            snprintf(lab[2 * i + 1], sizeof lab[0], "%s\nmodel2 %s", class_name(cp, fd->pred),
+            snprintf(l1, sizeof lab[0], "%s\nmodel2 %s", class_name(cp, fd->pred),
                      class_name(cp, fd->pred2));
+        else if (per == 1)
+            snprintf(l1, sizeof lab[0], "%.12s\n>%.12s", class_name(cp, fd->label),
+                     fd->oracle == FZ_OR_NONFINITE ? "non-finite" : class_name(cp, fd->pred));
         else
-            snprintf(lab[2 * i + 1], sizeof lab[0], "%s\n%s", class_name(cp, fd->pred),
+            snprintf(l1, sizeof lab[0], "%s\n%s", class_name(cp, fd->pred),
                      fd->oracle == FZ_OR_NONFINITE ? "non-finite" : "");
-        labels[2 * i] = lab[2 * i];
-        labels[2 * i + 1] = lab[2 * i + 1];
+        labels[per * i] = lab[per * i];
+        labels[per * i + per - 1] = lab[per * i + per - 1];
     }
-    if (!st) st = fl_image_grid_write(path, img, 2 * n, cp->c, cp->h, cp->w, 10, labels, e);
+    if (!st) st = fl_image_grid_write(path, img, per * n, cp->c, cp->h, cp->w, 10, labels, e);
     free(img);
     free(lab);
     free(labels);

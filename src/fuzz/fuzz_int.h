@@ -147,6 +147,7 @@ typedef struct fz_campaign {
     int n_classes;
     char **class_names;        /* borrowed from the seeds, or made up "0".."K-1" */
     float lut[3][256];         /* pixels to inputs */
+    fl_scale scale;            /* ... that map: the seeds' scale, or the generator's */
     fl_xform_menu menu;
     double alpha, beta;
     int try_num, k, nonzero;
@@ -166,6 +167,7 @@ typedef struct fz_campaign {
     FILE *plot;
     fl_fuzz_status st;
     struct fz_grad *grad;      /* the gradient strategies' state (grad.c), or NULL */
+    fl_tensor gan_img;         /* fuzzgan: the generator's last batch [k, c, h, w] */
 } fz_campaign;
 
 /* Queue a child of entry pid: pixels px (copied), op appended to the parent's lineage; a

@@ -116,9 +116,24 @@ static fl_status mut_terms(run *R, const fl_tensor *img, int want_grad, double *
     const fl_tensor *lg = fl_model_output(R->mut, 0);
     if (!R->s_logits.data && (st = fl_tensor_alloc(&R->s_logits, 2, lg->shape)))
         return fl_fail(e, FL_ERR_NOMEM, "out of memory");
-    double ce = fl_loss_ce(R->s_logits.data, lg->data, R->c_idx, B, R->K);
-    *l_err = -ce;
-    for (int64_t i = 0; i < R->s_logits.size; i++) R->s_logits.data[i] *= (float)-R->o->lambda1;
+    /* L_error = -mean_i min(CE_i, ln K): the push stops once the model's probability of c is
+     * below 1/K (docs/fuzzgan.md: unbounded, it drowns the realism terms) */
+    const double cap = log((double)R->K);
+    double sum_err = 0;
+    for (int i = 0; i < B; i++) {
+        const float *row = lg->data + (int64_t)i * R->K;
+        float *g = R->s_logits.data + (int64_t)i * R->K;
+        double mx = row[0], z = 0;
+        for (int k = 1; k < R->K; k++) mx = row[k] > mx ? row[k] : mx;
+        for (int k = 0; k < R->K; k++) z += exp((double)row[k] - mx);
+        double ce = log(z) + mx - row[R->c_idx[i]];
+        sum_err += ce < cap ? ce : cap;
+        for (int k = 0; k < R->K; k++) {
+            double p = exp((double)row[k] - mx) / z - (k == R->c_idx[i]);
+            g[k] = ce < cap ? (float)(-R->o->lambda1 * p / B) : 0.0f;
+        }
+    }
+    *l_err = -sum_err / B;
     if (wrong)
         for (int i = 0; i < B; i++) {
             const float *row = lg->data + (int64_t)i * R->K;
@@ -175,15 +190,18 @@ static fl_status mut_terms(run *R, const fl_tensor *img, int want_grad, double *
 }
 
 /* ---- one batch ------------------------------------------------------------------------------ */
-/* D on images x against real/fake target t and classes y; backward when grad. Returns
- * BCE + CE. */
+/* D on images x against real/fake target t, and (y not NULL: real images) its class head
+ * against their labels; backward. Returns the loss. The class head learns from real images
+ * only (docs/fuzzgan.md: trained on the fakes' classes too, it learns to agree with whatever G
+ * draws, and G's class term stops asking for the class). */
 static fl_status d_pass(run *R, const fl_tensor *x, const float *t, const int32_t *y, double *loss,
                         fl_err *e) {
     fl_status st = fl_model_forward(R->d.m, x, e);
     if (st) return st;
     const fl_tensor *adv = fl_model_output(R->d.m, 0), *cls = fl_model_output(R->d.m, 1);
-    *loss = fl_loss_bce(R->s_adv.data, adv->data, t, R->B) +
-            fl_loss_ce(R->s_cls.data, cls->data, y, R->B, R->K);
+    *loss = fl_loss_bce(R->s_adv.data, adv->data, t, R->B);
+    if (y) *loss += fl_loss_ce(R->s_cls.data, cls->data, y, R->B, R->K);
+    else memset(R->s_cls.data, 0, sizeof(float) * (size_t)R->s_cls.size);
     int idx[2] = {R->d.m->outputs[0], R->d.m->outputs[1]};
     fl_tensor seeds[2] = {R->s_adv, R->s_cls};
     return fl_model_backward_idx(R->d.m, 2, idx, seeds, e);
@@ -218,7 +236,7 @@ static fl_status batch(run *R, const int64_t *idx, fl_err *e) {
     R->d.m->skip_input_grad = 1;
     fl_model_zero_param_grads(R->d.m);
     if ((st = d_pass(R, &R->real, R->ones, R->y, &lr, e)) ||
-        (st = d_pass(R, g_out(R), R->zeros, R->c_idx, &lf, e)))
+        (st = d_pass(R, g_out(R), R->zeros, NULL, &lf, e)))
         return st;
     fl_optim_step(R->d.opt);
     double gadv = 0, gcls = 0, lerr = 0, lneu = 0;

@@ -42,9 +42,9 @@ static void on_epoch(const fl_gan_epoch *s, void *user) {
     progress_clear(&c->bar);
     int w = snprintf(NULL, 0, "%d", s->epochs);
     printf("epoch %*d/%d  D %.4f  G adv %.4f cls %.4f err %.4f neuron %.4f  misclass %.3f  "
-           "class-follow %.3f  target-act %.3f  %.1fs  %s\n",
+           "class-follow %.3f  target-act %.3f (real %.3f)  %.1fs  %s\n",
            w, s->epoch, s->epochs, s->d_loss, s->g_adv, s->g_cls, s->g_error, s->g_neuron,
-           s->misclass, s->d_class_acc, s->target_act, s->seconds, s->grid);
+           s->misclass, s->d_class_acc, s->target_act, s->real_act, s->seconds, s->grid);
     fflush(stdout);
     if (s->epoch < s->epochs) start_bar(c, s->epoch + 1, s->epochs);
 }

@@ -47,6 +47,7 @@ typedef struct run {
     int *l_layer;            /* [B] their layers */
     float *ones, *zeros;     /* [B] BCE targets */
     int64_t *perm;           /* [n_train] */
+    int64_t *perm_eval;      /* [B] real images of the evaluation cases' classes */
     int mut_logits;          /* value index of the model's logits */
     fl_rng rng;
     /* running sums of an epoch */
@@ -259,10 +260,10 @@ static fl_status evaluate(run *R, fl_gan_epoch *ep, fl_err *e) {
     fl_rng r;
     fl_rng_seed(&r, R->o->seed ^ 0x5eed0fe7a1ull); /* the same cases every epoch */
     int64_t wrong = 0, dok = 0, n = 0;
-    double act = 0, l_err, l_neu;
+    double act = 0, real_act = 0, l_err, l_neu;
     uint8_t *w = malloc((size_t)R->B);
-    double *a = malloc(sizeof(double) * (size_t)R->B);
-    fl_status st = w && a ? FL_OK : fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    double *a = malloc(sizeof(double) * (size_t)R->B), *ar = malloc(sizeof(double) * (size_t)R->B);
+    fl_status st = w && a && ar ? FL_OK : fl_fail(e, FL_ERR_NOMEM, "out of memory");
     R->g.m->training = 0;
     for (int b = 0; !st && b < EVAL_BATCHES; b++) {
         draw_cases(R, &r);
@@ -270,6 +271,20 @@ static fl_status evaluate(run *R, fl_gan_epoch *ep, fl_err *e) {
             break;
         if ((st = fl_model_forward(R->d.m, g_out(R), e))) break;
         const fl_tensor *cls = fl_model_output(R->d.m, 1);
+        /* the same target neurons on real images of the same classes: the baseline of the
+         * paper's "mean activation of target neurons compared with real images" */
+        for (int i = 0; i < R->B; i++) {
+            int64_t j;
+            int tries = 0;
+            do j = (int64_t)(fl_rng_u64(&r) % (uint64_t)R->train->n);
+            while (R->train->y[j] != R->c_idx[i] && ++tries < 10000);
+            R->perm_eval[i] = j;
+        }
+        if ((st = fl_dataset_gather(R->train, R->perm_eval, R->B, &R->real, NULL, e))) break;
+        fl_scale_unapply(&R->train->scale, R->real.data, R->B, R->c, (int64_t)R->h * R->w);
+        double le2, ln2;
+        if ((st = mut_terms(R, &R->real, 0, &le2, &ln2, NULL, ar, e))) break;
+        for (int i = 0; i < R->B; i++) real_act += ar[i];
         for (int i = 0; i < R->B; i++) {
             const float *row = cls->data + (int64_t)i * R->K;
             int best = 0;
@@ -284,10 +299,12 @@ static fl_status evaluate(run *R, fl_gan_epoch *ep, fl_err *e) {
     R->g.m->training = 1;
     free(w);
     free(a);
+    free(ar);
     if (st) return st;
     ep->misclass = (double)wrong / (double)n;
     ep->d_class_acc = (double)dok / (double)n;
     ep->target_act = act / (double)n;
+    ep->real_act = real_act / (double)n;
     return FL_OK;
 }
 
@@ -360,9 +377,10 @@ static fl_status append_losses(run *R, const fl_gan_epoch *ep, fl_err *e) {
     int k = snprintf(line, sizeof line,
                      "{\"epoch\": %d, \"d_loss\": %.6f, \"g_adv\": %.6f, \"g_cls\": %.6f, "
                      "\"g_error\": %.6f, \"g_neuron\": %.6f, \"misclass\": %.4f, "
-                     "\"d_class_acc\": %.4f, \"target_act\": %.4f, \"seconds\": %.2f}\n",
+                     "\"d_class_acc\": %.4f, \"target_act\": %.4f, \"real_act\": %.4f, "
+                     "\"seconds\": %.2f}\n",
                      ep->epoch, ep->d_loss, ep->g_adv, ep->g_cls, ep->g_error, ep->g_neuron,
-                     ep->misclass, ep->d_class_acc, ep->target_act, ep->seconds);
+                     ep->misclass, ep->d_class_acc, ep->target_act, ep->real_act, ep->seconds);
     char *all = malloc(keep + (size_t)k);
     if (!all) st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
     else {
@@ -464,9 +482,10 @@ static fl_status setup(run *R, fl_model *mut, const fl_dataset *train, const fl_
     R->ones = malloc(sizeof(float) * (size_t)R->B);
     R->zeros = calloc((size_t)R->B, sizeof(float));
     R->perm = malloc(sizeof(int64_t) * (size_t)train->n);
+    R->perm_eval = malloc(sizeof(int64_t) * (size_t)R->B);
     R->s_layer = calloc((size_t)R->ls->n, sizeof *R->s_layer);
     if (!R->y || !R->c_idx || !R->l_idx || !R->l_layer || !R->ones || !R->zeros || !R->perm ||
-        !R->s_layer || fl_tensor_alloc(&R->z, 2, sz) || fl_tensor_alloc(&R->cls, 2, sc) ||
+        !R->perm_eval || !R->s_layer || fl_tensor_alloc(&R->z, 2, sz) || fl_tensor_alloc(&R->cls, 2, sc) ||
         fl_tensor_alloc(&R->neu, 2, sn) || fl_tensor_alloc(&R->real, 4, shape) ||
         fl_tensor_alloc(&R->g_img, 4, shape) || fl_tensor_alloc(&R->s_adv, 2, s1) ||
         fl_tensor_alloc(&R->s_cls, 2, sc))
@@ -493,6 +512,7 @@ static void teardown(run *R) {
     free(R->ones);
     free(R->zeros);
     free(R->perm);
+    free(R->perm_eval);
 }
 
 static fl_status make_nets(run *R, fl_optim_opts *oo, fl_err *e) {
@@ -586,7 +606,7 @@ fl_status fl_gan_train(fl_model *mut, const fl_dataset *train, const fl_gan_opts
         }
         fl_gan_epoch s = {ep, o->epochs, R.s_d / (double)R.batches, R.s_gadv / (double)R.batches,
                           R.s_gcls / (double)R.batches, R.s_err / (double)R.batches,
-                          R.s_neu / (double)R.batches, 0, 0, 0, 0, NULL};
+                          R.s_neu / (double)R.batches, 0, 0, 0, 0, 0, NULL};
         char rel[64];
         snprintf(rel, sizeof rel, "samples/epoch_%03d.png", ep);
         if (!st) st = evaluate(&R, &s, e);

@@ -181,6 +181,10 @@ fl_status fl_quality_fid(const fl_moments *a, const fl_moments *b, double *fid, 
         diff += dm * dm;
     }
     double f = diff + tr - 2 * tr_sqrt;
+    if (!isfinite(f)) {
+        st = fl_fail(e, FL_ERR_NAN, "FID is %g: the features' covariances are not finite", f);
+        goto out;
+    }
     *fid = f > 0 ? f : 0;
 out:
     free(v), free(t), free(sq), free(p), free(w);

@@ -50,6 +50,21 @@ static void test_is_closed_forms(void **state) {
     assert_close(m, 2, 1e-12);
     assert_int_equal(fl_quality_is(p, N, K, 1, &m, &s, &e), FL_OK);
     assert_close(m, 4, 1e-12);
+    /* shuffled, both parts hold (nearly) every class: close to 4; the same seed, the same
+     * order; the rows are only moved */
+    float q[N * K];
+    memcpy(q, p, sizeof p);
+    assert_int_equal(fl_quality_shuffle_rows(p, N, K, 7, &e), FL_OK);
+    assert_int_equal(fl_quality_is(p, N, K, 2, &m, &s, &e), FL_OK);
+    assert_true(m > 3.5 && m <= 4 + 1e-12);
+    assert_int_equal(fl_quality_shuffle_rows(q, N, K, 7, &e), FL_OK);
+    assert_memory_equal(p, q, sizeof p);
+    int count[K] = {0};
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < K; j++) count[j] += p[i * K + j] == 1;
+    for (int j = 0; j < K; j++) assert_int_equal(count[j], N / K);
+    assert_int_equal(fl_quality_shuffle_rows(q, N, K, 8, &e), FL_OK);
+    assert_memory_not_equal(p, q, sizeof p);
 }
 
 /* The numbers of the original code (make_quality.py), with unequal split sizes (203 / 10). */
@@ -445,7 +460,7 @@ static void test_cli(void **state) {
     snprintf(out, sizeof out, "%s/q.json", dir);
     char *txt = NULL;
     assert_int_equal(tu_sh(&txt, "%s nn quality --real %s --fake %s --fake %s/failures --fake %s "
-                           "--features %s --splits 4 -b 10 --json -o %s -q",
+                           "--features %s --splits 4 --shuffle=false -b 10 --json -o %s -q",
                            bin, real, real, dir, other, model, out), 0);
     cJSON *j = cJSON_Parse(strchr(txt, '{'));
     assert_non_null(j);
@@ -480,6 +495,22 @@ static void test_cli(void **state) {
     free(buf);
     assert_close(tu_json_num(file, "real.is"), is_r, 1e-9);
     free(file);
+    free(txt);
+    /* shuffled before splitting (the default): another IS of the real set, the same FID */
+    assert_int_equal(tu_sh(&txt, "%s nn quality --real %s --fake %s --features %s --splits 4 "
+                           "-s 3 --json -q", bin, real, other, model), 0);
+    fl_quality_feats fs;
+    assert_int_equal(fl_quality_features(m, NULL, r, 256, &fs, &e), FL_OK);
+    assert_int_equal(fl_quality_shuffle_rows(fs.prob, fs.n, fs.k, 3, &e), FL_OK);
+    double is_s;
+    assert_int_equal(fl_quality_is(fs.prob, fs.n, fs.k, 4, &is_s, NULL, &e), FL_OK);
+    assert_true(fabs(is_s - is_r) > 1e-9);
+    assert_close(tu_json_num(txt, "real.is"), is_s, 1e-9);
+    assert_close(tu_json_num(txt, "seed"), 3, 0);
+    j = cJSON_Parse(strchr(txt, '{'));
+    assert_close(cJSON_GetObjectItemCaseSensitive(fake_entry(j, 0), "fid")->valuedouble, fid, 1e-6);
+    cJSON_Delete(j);
+    fl_quality_feats_free(&fs);
     free(txt);
     /* the table */
     assert_int_equal(tu_sh(&txt, "%s nn quality --real %s --fake %s --features %s -q", bin, real,

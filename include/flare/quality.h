@@ -42,6 +42,12 @@
 fl_status fl_quality_is(const float *prob, int64_t n, int k, int splits, double *mean,
                         double *std, fl_err *e);
 
+/* Permute the n rows of x[n, width] in place, the same way for the same seed (fl_rng_shuffle).
+ * For IS in splits of a set stored in some order — a failures folder is sorted by class pair,
+ * so contiguous parts would each hold few classes and score low; torch-fidelity shuffles
+ * before splitting too. The original code and fl_quality_is take the order as it is. */
+fl_status fl_quality_shuffle_rows(float *x, int64_t n, int width, uint64_t seed, fl_err *e);
+
 /* The mean and covariance of a set of feature vectors. */
 typedef struct fl_moments {
     int64_t n;   /* vectors */

@@ -90,6 +90,25 @@ fl_status fl_quality_is(const float *prob, int64_t n, int k, int splits, double 
     return FL_OK;
 }
 
+fl_status fl_quality_shuffle_rows(float *x, int64_t n, int width, uint64_t seed, fl_err *e) {
+    if (n < 2) return FL_OK;
+    int64_t *idx = malloc(sizeof(int64_t) * (size_t)n);
+    float *y = malloc(sizeof(float) * (size_t)n * (size_t)width);
+    if (!idx || !y) {
+        free(idx), free(y);
+        return fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    }
+    fl_rng r;
+    fl_rng_seed(&r, seed);
+    for (int64_t i = 0; i < n; i++) idx[i] = i;
+    fl_rng_shuffle(&r, idx, n);
+    for (int64_t i = 0; i < n; i++)
+        memcpy(y + i * width, x + idx[i] * width, sizeof(float) * (size_t)width);
+    memcpy(x, y, sizeof(float) * (size_t)n * (size_t)width);
+    free(idx), free(y);
+    return FL_OK;
+}
+
 /* ---- moments ------------------------------------------------------------------------------ */
 void fl_moments_free(fl_moments *m) {
     if (!m) return;

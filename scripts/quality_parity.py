@@ -9,7 +9,7 @@ product, its real part; when sqrtm fails — singular covariances, e.g. dead ReL
 added to both, which moves the result), and numpy's symmetric eigh of S_r^(1/2) S_f S_r^(1/2),
 the method flare uses with LAPACK.
 IS: the original code (openai/improved-gan) on softmax(REAL_LOGITS), contiguous splits: compare
-with `flare nn quality --shuffle=false`.
+with `flare nn quality --in-order`.
 """
 import sys
 

@@ -423,6 +423,15 @@ static void test_images_load(void **state) {
     snprintf(p, sizeof p, "%s/queue", dir);
     assert_int_not_equal(fl_quality_images_load(p, NULL, 0, &d, &e), FL_OK);
     assert_non_null(strstr(e.msg, "id:000003"));
+    /* an empty failures folder: neither kind of image */
+    snprintf(p, sizeof p, "%s/failures/1-2", dir);
+    assert_int_equal(tu_sh(NULL, "rm -f %s/*", p), 0);
+    snprintf(p, sizeof p, "%s/failures/3-5", dir);
+    assert_int_equal(tu_sh(NULL, "rm -f %s/*", p), 0);
+    snprintf(p, sizeof p, "%s/failures", dir);
+    assert_int_not_equal(fl_quality_images_load(p, NULL, 0, &d, &e), FL_OK);
+    assert_non_null(strstr(e.msg, "no PNG"));
+    assert_non_null(strstr(e.msg, ".npy"));
     /* a missing path goes to the dataset specs, whose error names it */
     snprintf(p, sizeof p, "%s/none", dir);
     assert_int_not_equal(fl_quality_images_load(p, NULL, 0, &d, &e), FL_OK);
@@ -460,7 +469,7 @@ static void test_cli(void **state) {
     snprintf(out, sizeof out, "%s/q.json", dir);
     char *txt = NULL;
     assert_int_equal(tu_sh(&txt, "%s nn quality --real %s --fake %s --fake %s/failures --fake %s "
-                           "--features %s --splits 4 --shuffle=false -b 10 --json -o %s -q",
+                           "--features %s --splits 4 --in-order -b 10 --json -o %s -q",
                            bin, real, real, dir, other, model, out), 0);
     cJSON *j = cJSON_Parse(strchr(txt, '{'));
     assert_non_null(j);

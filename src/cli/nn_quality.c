@@ -36,7 +36,7 @@ static fl_status score_set(const cli_opts *o, fl_model *m, const fl_scale *sc, c
     if (s->splits != o->q_splits)
         cli_note("%s: fewer images than --splits %lld, its IS is taken over the whole set\n", spec,
                  (long long)o->q_splits);
-    st = o->q_shuffle ? fl_quality_shuffle_rows(f->prob, f->n, f->k, o->q_seed, e) : FL_OK;
+    st = !o->q_in_order ? fl_quality_shuffle_rows(f->prob, f->n, f->k, o->q_seed, e) : FL_OK;
     if (st == FL_OK) st = fl_quality_is(f->prob, f->n, f->k, s->splits, &s->is, &s->is_std, e);
     if (st == FL_OK) st = fl_quality_moments(f->x, f->n, f->d, &s->mom, e);
     if (st != FL_OK) {
@@ -65,8 +65,8 @@ static cJSON *result_json(const cli_opts *o, const fl_quality_feats *f, const se
     cJSON_AddStringToObject(j, "layer", f->layer);
     cJSON_AddNumberToObject(j, "dim", f->d);
     cJSON_AddNumberToObject(j, "classes", f->k);
-    cJSON_AddBoolToObject(j, "shuffle", o->q_shuffle);
-    if (o->q_shuffle) cJSON_AddNumberToObject(j, "seed", (double)o->q_seed);
+    cJSON_AddBoolToObject(j, "shuffle", !o->q_in_order);
+    if (!o->q_in_order) cJSON_AddNumberToObject(j, "seed", (double)o->q_seed);
     cJSON_AddItemToObject(j, "real", set_json(&s[0], 0));
     cJSON *fk = cJSON_AddArrayToObject(j, "fake");
     for (int i = 1; i < n_sets; i++) cJSON_AddItemToArray(fk, set_json(&s[i], 1));

@@ -133,9 +133,14 @@ fl_status fl_quality_images_load(const char *spec, const fl_scale *scale, int64_
                        "its queue (%s/queue)", spec, spec, spec);
     names files = {0};
     fl_status st = list_npy(spec, 1, &files, e);
-    if (st == FL_OK && files.n == 0)
+    if (st == FL_OK && files.n == 0) {
         st = fl_dataset_load(spec, scale, limit, out, e); /* a PNG folder */
-    else if (st == FL_OK)
+        if (st != FL_OK && e) { /* an empty failures/ lands here too: say what else was looked for */
+            char msg[sizeof e->msg];
+            snprintf(msg, sizeof msg, "%s", e->msg);
+            fl_fail(e, st, "%s; nor any .npy model inputs of a campaign's failures/ or queue/", msg);
+        }
+    } else if (st == FL_OK)
         st = load_npy_folder(spec, &files, limit, out, e);
     names_free(&files);
     return st;

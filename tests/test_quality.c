@@ -537,6 +537,14 @@ static void test_cli(void **state) {
                            other, model), 1);
     assert_non_null(strstr(txt, "at least 2 images"));
     free(txt);
+    /* images the feature model cannot take: the message names the set */
+    char small[128];
+    snprintf(small, sizeof small, "%s/small.npy", dir);
+    assert_int_equal(fl_npy_write(small, FL_DT_F32, 4, (int64_t[]){4, 1, 8, 8}, r->x, &e), FL_OK);
+    assert_int_equal(tu_sh(&txt, "%s nn quality --real %s --fake %s --features %s", bin, real,
+                           small, model), 1);
+    assert_non_null(strstr(txt, small));
+    free(txt);
     assert_int_equal(tu_sh(NULL, "%s nn quality --real %s --fake %s --features %s/none.onnx", bin,
                            real, other, dir), 1);
     assert_int_equal(tu_sh(&txt, "%s nn quality --real %s --fake %s --features %s -l nope", bin,

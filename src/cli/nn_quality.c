@@ -17,28 +17,36 @@ typedef struct set_score {
     fl_moments mom;
 } set_score;
 
-/* Load spec, run it through m, score its IS and keep its moments. */
+/* Run d through m, score its IS and keep its moments. */
+static fl_status score_images(const cli_opts *o, fl_model *m, const fl_dataset *d, set_score *s,
+                              fl_quality_feats *f, fl_err *e) {
+    fl_status st = fl_quality_features(m, o->set[F_q_layer] ? o->q_layer : NULL, d,
+                                       (int)o->q_batch, f, e);
+    if (st != FL_OK) return st;
+    s->n = f->n;
+    if (f->n < 2)
+        return fl_fail(e, FL_ERR_ARG, "IS and FID need at least 2 images, the set has %lld",
+                       (long long)f->n);
+    s->splits = o->q_splits <= f->n ? (int)o->q_splits : 1;
+    if (s->splits != o->q_splits)
+        cli_note("%s: fewer images than --splits %lld, its IS is taken over the whole set\n",
+                 s->spec, (long long)o->q_splits);
+    st = !o->q_in_order ? fl_quality_shuffle_rows(f->prob, f->n, f->k, o->q_seed, e) : FL_OK;
+    if (st == FL_OK) st = fl_quality_is(f->prob, f->n, f->k, s->splits, &s->is, &s->is_std, e);
+    if (st == FL_OK) st = fl_quality_moments(f->x, f->n, f->d, &s->mom, e);
+    return st;
+}
+
+/* Load spec and score it; an error past loading (whose errors name the file) names the set. */
 static fl_status score_set(const cli_opts *o, fl_model *m, const fl_scale *sc, const char *spec,
                            set_score *s, fl_quality_feats *f, fl_err *e) {
     fl_dataset *d = NULL;
     s->spec = spec;
     fl_status st = fl_quality_images_load(spec, sc, o->q_limit, &d, e);
-    if (st == FL_OK) {
-        cli_note("%s: %lld images\n", spec, (long long)d->n);
-        st = fl_quality_features(m, o->set[F_q_layer] ? o->q_layer : NULL, d, (int)o->q_batch, f, e);
-    }
-    fl_dataset_free(d);
     if (st != FL_OK) return st;
-    s->n = f->n;
-    if (f->n < 2) return fl_fail(e, FL_ERR_ARG, "%s: IS and FID need at least 2 images, it has %lld",
-                                 spec, (long long)f->n);
-    s->splits = o->q_splits <= f->n ? (int)o->q_splits : 1;
-    if (s->splits != o->q_splits)
-        cli_note("%s: fewer images than --splits %lld, its IS is taken over the whole set\n", spec,
-                 (long long)o->q_splits);
-    st = !o->q_in_order ? fl_quality_shuffle_rows(f->prob, f->n, f->k, o->q_seed, e) : FL_OK;
-    if (st == FL_OK) st = fl_quality_is(f->prob, f->n, f->k, s->splits, &s->is, &s->is_std, e);
-    if (st == FL_OK) st = fl_quality_moments(f->x, f->n, f->d, &s->mom, e);
+    cli_note("%s: %lld images\n", spec, (long long)d->n);
+    st = score_images(o, m, d, s, f, e);
+    fl_dataset_free(d);
     if (st != FL_OK) {
         char msg[sizeof e->msg];
         snprintf(msg, sizeof msg, "%s", e->msg);

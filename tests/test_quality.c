@@ -541,7 +541,7 @@ static void test_cli(void **state) {
     char small[128];
     snprintf(small, sizeof small, "%s/small.npy", dir);
     assert_int_equal(fl_npy_write(small, FL_DT_F32, 4, (int64_t[]){4, 1, 8, 8}, r->x, &e), FL_OK);
-    assert_int_equal(tu_sh(&txt, "%s nn quality --real %s --fake %s --features %s", bin, real,
+    assert_int_equal(tu_sh(&txt, "%s nn quality --real %s --fake %s --features %s -q", bin, real,
                            small, model), 1);
     assert_non_null(strstr(txt, small));
     free(txt);

@@ -59,20 +59,22 @@ for arch in lenet1 lenet5; do
 import json, statistics as st, sys
 arch, acc, last, tsv, secs, epochs, retrain = sys.argv[1:8]
 L = json.loads(last)
+mis, tact, ract = L["misclass"], L["target_act"], L["real_act"]
 rows = [l.split("\t") for l in open(tsv).read().split("\n") if l]
 cov = st.median(float(r[1]) for r in rows)
 fail = st.median(float(r[3]) / float(r[2]) for r in rows)
 gen_mis = st.median(float(r[3]) / float(r[4]) for r in rows)
+rt = "; ".join(l.strip() for l in open(retrain) if l.strip())
 print(f"### {arch} (test accuracy {float(acc):.4f})\n")
 print(f"| measure | flare, {arch} on Fashion-MNIST | FuzzGAN paper, LeNet-1 on MNIST |")
 print("|---|---|---|")
 print(f"| GAN training | {epochs} epochs, {int(open(secs).read())} s on this machine | - |")
-print(f"| misclassification rate of generated cases (1 024 fixed cases, last epoch) | {100*L[\"misclass\"]:.1f} % | 53.5 % |")
+print(f"| misclassification rate of generated cases (1 024 fixed cases, last epoch) | {100*mis:.1f} % | 53.5 % |")
 print(f"| ... of the cases a 30-case campaign generated (median of {len(rows)} seeds) | {100*gen_mis:.1f} % | - |")
 print(f"| NC (t = 0.6, meanabs) of a suite of <= 30 cases (median) | {100*cov:.1f} % | 98.1 % |")
 print(f"| failing cases in that suite (median share) | {100*fail:.1f} % | - |")
-print(f"| mean activation of the target neurons vs real images of the class | {100*(L[\"target_act\"]/L[\"real_act\"]-1):+.1f} % ({L[\"target_act\"]:.3f} vs {L[\"real_act\"]:.3f}) | +108.9 % |")
-print(f"| retraining on a 3 000-case campaign (flare nn retrain) | {open(retrain).read().strip().replace(chr(10), \"; \")} | - |")
+print(f"| mean activation of the target neurons vs real images of the class | {100*(tact/ract-1):+.1f} % ({tact:.3f} vs {ract:.3f}) | +108.9 % |")
+print(f"| retraining on a 3 000-case campaign (flare nn retrain) | {rt} | - |")
 print()
 ' "$arch" "$acc" "$last" "$d/suites.tsv" "$d/gan_train.seconds" "$epochs" "$d/retrain.txt" >>"$md"
 done

@@ -226,7 +226,8 @@ fl_status fz_findings_add(fz_campaign *cp, const fz_failure *f, int *is_new, fl_
     fl_fuzz_dist(f->root->px, f->px, cp->n, &l0, &l2, &linf);
     fl_status st = FL_OK;
     if (*is_new) st = write_files(cp, f, fd, "first", l0, l2, linf, e);
-    if (!st && l2 < fd->min_l2) {
+    /* a generated case (fuzzgan) is its own root: no seed to be close to, no "min" file */
+    if (!st && l2 < fd->min_l2 && cp->o->strategy != FL_FUZZ_FUZZGAN) {
         fd->min_l2 = l2;
         st = defer_min(cp, f, fd - cp->fs.f, l0, l2, linf, e);
     }

@@ -36,6 +36,6 @@ void rp_read_findings(rp_data *d); /* the findings only */
 void rp_free(rp_data *d);
 
 /* The HTML report (report_html.c) into b. */
-fl_status rp_write_html(const rp_data *d, rp_buf *b);
+fl_status rp_write_html(const rp_data *d, fl_sb *b);
 
 #endif

@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "core/text.h"
 #include "flare/agents/agcov.h"
 #include "flare/agents/llm.h"
 
@@ -143,25 +144,16 @@ static void cache_path(const fl_llm *l, const char *endpoint, const char *body, 
 
 /* ---- HTTP ------------------------------------------------------------------------------------ */
 typedef struct buf {
-    char *p;
-    size_t n, cap;
+    fl_sb body;
     long retry_after_ms; /* -1: none */
 } buf;
 
 static size_t on_body(char *d, size_t sz, size_t nm, void *u) {
     buf *b = u;
     size_t k = sz * nm;
-    if (b->n + k + 1 > (size_t)64 << 20) return 0; /* 64 MiB: not a chat reply */
-    if (b->n + k + 1 > b->cap) {
-        size_t cap = (b->n + k + 1) * 2;
-        char *q = realloc(b->p, cap);
-        if (!q) return 0;
-        b->p = q, b->cap = cap;
-    }
-    memcpy(b->p + b->n, d, k);
-    b->n += k;
-    b->p[b->n] = 0;
-    return k;
+    if (b->body.n + k + 1 > (size_t)64 << 20) return 0; /* 64 MiB: not a chat reply */
+    fl_sb_put(&b->body, d, k);
+    return b->body.oom ? 0 : k;
 }
 
 static size_t on_header(char *d, size_t sz, size_t nm, void *u) {
@@ -230,15 +222,15 @@ static fl_status post(fl_llm *l, const char *endpoint, const char *body, char **
         if (rc != CURLE_OK) {
             snprintf(why, sizeof why, "%s", curl_easy_strerror(rc));
             retry = rc != CURLE_OUT_OF_MEMORY;
-        } else if (code == 200 && b.p) {
-            *resp = b.p;
+        } else if (code == 200 && b.body.p) {
+            *resp = b.body.p;
             st = FL_OK;
             break;
         } else {
-            snprintf(why, sizeof why, "HTTP %ld: %.120s", code, b.p ? b.p : "");
+            snprintf(why, sizeof why, "HTTP %ld: %.120s", code, b.body.p ? b.body.p : "");
             retry = code == 429 || code >= 500;
         }
-        free(b.p);
+        free(b.body.p);
         if (!retry || attempt == l->o.retries) break;
         long ms = (long)l->o.backoff_ms << (attempt < 20 ? attempt : 20);
         if (b.retry_after_ms >= 0) ms = b.retry_after_ms;

@@ -1,0 +1,84 @@
+/* core/text.h: the growing string (appends across many growths, printf past the capacity,
+ * NUL-terminated) and the line walker (numbering, the last line without '\n', a NUL byte,
+ * the first failure stops the walk). */
+#include "testutil.h"
+
+#include "core/text.h"
+
+static void test_sb(void **state) {
+    (void)state;
+    fl_sb b = {0};
+    fl_sb_put(&b, "", 0);
+    assert_non_null(b.p);
+    assert_string_equal(b.p, "");
+    char want[20000];
+    size_t n = 0;
+    for (int i = 0; i < 2000; i++) { /* many growths, each kind of append */
+        if (i % 3 == 0) fl_sb_puts(&b, "ab"), want[n++] = 'a', want[n++] = 'b';
+        else if (i % 3 == 1) fl_sb_putc(&b, 'c'), want[n++] = 'c';
+        else fl_sb_printf(&b, "%d;", i), n += (size_t)sprintf(want + n, "%d;", i);
+    }
+    assert_false(b.oom);
+    assert_int_equal(b.n, n);
+    assert_memory_equal(b.p, want, n);
+    assert_int_equal(b.p[b.n], 0);
+    /* one printf far larger than the capacity */
+    fl_sb c = {0};
+    fl_sb_printf(&c, "%s=%05d", "k", 7);
+    fl_sb_printf(&c, "[%.*s]", 4000, want);
+    assert_true(n > 4000);
+    assert_int_equal(c.n, 7 + 4002);
+    assert_memory_equal(c.p, "k=00007[", 8);
+    assert_memory_equal(c.p + 8, want, 4000);
+    assert_string_equal(c.p + 4008, "]");
+    free(b.p), free(c.p);
+}
+
+typedef struct seen {
+    int n, stop_at;
+    char lines[8][16];
+    int numbers[8];
+} seen;
+
+static fl_status collect(void *ctx, const char *line, size_t n, const char *name, int lineno,
+                         fl_err *e) {
+    seen *s = ctx;
+    if (lineno == s->stop_at) return fl_fail(e, FL_ERR_FORMAT, "%s:%d: stop", name, lineno);
+    snprintf(s->lines[s->n], sizeof s->lines[0], "%.*s", (int)n, line);
+    s->numbers[s->n++] = lineno;
+    return FL_OK;
+}
+
+static void test_lines(void **state) {
+    (void)state;
+    fl_err e = {0};
+    seen s = {0};
+    const char *t = "one\n\nthree\r\nlast";
+    assert_int_equal(fl_text_lines(t, strlen(t), "t.txt", collect, &s, &e), FL_OK);
+    assert_int_equal(s.n, 4);
+    assert_string_equal(s.lines[0], "one");
+    assert_string_equal(s.lines[1], "");
+    assert_string_equal(s.lines[2], "three\r"); /* the reader decides about '\r' */
+    assert_string_equal(s.lines[3], "last");
+    assert_int_equal(s.numbers[3], 4);
+    s = (seen){0};
+    assert_int_equal(fl_text_lines("a\n", 2, "t.txt", collect, &s, &e), FL_OK);
+    assert_int_equal(s.n, 1); /* a final '\n' ends the last line, it opens none */
+    s = (seen){0};
+    const char nul[] = "a\nb\0c\nd\n";
+    assert_int_equal(fl_text_lines(nul, sizeof nul - 1, "n.txt", collect, &s, &e), FL_ERR_FORMAT);
+    assert_string_equal(e.msg, "n.txt:2: NUL byte in a text file");
+    assert_int_equal(s.n, 1); /* nothing after the bad line */
+    s = (seen){.stop_at = 2};
+    assert_int_equal(fl_text_lines("x\ny\nz\n", 6, "s.txt", collect, &s, &e), FL_ERR_FORMAT);
+    assert_string_equal(e.msg, "s.txt:2: stop");
+    assert_int_equal(s.n, 1);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sb),
+        cmocka_unit_test(test_lines),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -357,7 +357,10 @@ fl_status fl_http_run(fl_http *h, const fl_case *c, fl_trace *tr, fl_err *e) {
     CURLcode rc;
     int tries = 0, wait = h->backoff_ms;
     for (;;) {
+        /* the last case's body is emptied, not just forgotten: a response without a body
+         * must not read it */
         h->body.n = 0, h->body.oom = 0, h->over = 0, h->errbuf[0] = 0;
+        if (h->body.p) h->body.p[0] = 0;
         rc = curl_easy_perform(h->curl);
         int refused = rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST;
         if (!refused || tries++ >= h->retries) break;

@@ -50,6 +50,8 @@ int mt_sentences(const char *s, size_t n, int clauses, mt_span **out);
 /* Append s with a space between it and what precedes when both sides are ASCII non-space
  * (so inserted English words do not glue to their neighbours, Chinese ones do). */
 void mt_put_word(fl_sb *b, const char *s, size_t n);
+/* s[0..n) with the word w inserted at byte at, each join spaced as mt_put_word does. */
+void mt_insert_word(fl_sb *b, const char *s, size_t n, size_t at, const char *w);
 
 /* ---- lexicon (lexicon.c) ----------------------------------------------------------------- */
 typedef struct mt_lex_entry {

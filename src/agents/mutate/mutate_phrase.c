@@ -23,12 +23,6 @@ static size_t phrase_pos(fl_rng *r, const char *s, size_t n, fl_sb *o) {
     return at;
 }
 
-static void put_at(fl_sb *o, const char *s, size_t n, size_t at, const char *phrase) {
-    fl_sb_put(o, s, at);
-    mt_put_word(o, phrase, strlen(phrase));
-    mt_put_word(o, s + at, n - at);
-}
-
 /* Prefix a phrase; an initial capital of the turn becomes lower case ("Add" -> "... add")
  * unless it looks like a name or an acronym (the next letter is not lower case). */
 static void put_prefix(fl_sb *o, const char *s, size_t n, const char *phrase) {
@@ -110,7 +104,7 @@ int mt_op_negate(mt_env *env, const char *s, size_t n, fl_sb *o) {
 
 int mt_op_contradict(mt_env *env, const char *s, size_t n, fl_sb *o) {
     const char *p = MT_PICKL_LANG(env->r, s, n, mt_contra_en, mt_contra_zh);
-    put_at(o, s, n, phrase_pos(env->r, s, n, o), p);
+    mt_insert_word(o, s, n, phrase_pos(env->r, s, n, o), p);
     return 1;
 }
 
@@ -150,7 +144,7 @@ int mt_op_ambiguity(mt_env *env, const char *s, size_t n, fl_sb *o) {
     if (mode == 3) { /* hedge: "maybe", "sort of", "大概" before a word */
         size_t at = nw > 0 ? w[fl_rng_below(r, (uint32_t)nw)].at : 0;
         free(w);
-        put_at(o, s, n, at, MT_PICKL_LANG(r, s, n, mt_hedge_en, mt_hedge_zh));
+        mt_insert_word(o, s, n, at, MT_PICKL_LANG(r, s, n, mt_hedge_en, mt_hedge_zh));
         return 1;
     }
     free(w);

@@ -25,13 +25,6 @@ static size_t word_boundary(fl_rng *r, const char *s, size_t n, fl_sb *o) {
     return at;
 }
 
-/* Insert tok at a word boundary, with spaces as the neighbours need. */
-static void insert_word_at(fl_sb *o, const char *s, size_t n, size_t at, const char *tok) {
-    fl_sb_put(o, s, at);
-    mt_put_word(o, tok, strlen(tok));
-    mt_put_word(o, s + at, n - at);
-}
-
 int mt_op_synonym(mt_env *env, const char *s, size_t n, fl_sb *o) {
     size_t at, len, rl;
     const char *rep;
@@ -67,7 +60,7 @@ int mt_op_insert(mt_env *env, const char *s, size_t n, fl_sb *o) {
         fl_sb_put(o, s + at, n - at);
         return 1;
     }
-    insert_word_at(o, s, n, word_boundary(r, s, n, o), tok);
+    mt_insert_word(o, s, n, word_boundary(r, s, n, o), tok);
     return 1;
 }
 
@@ -311,7 +304,7 @@ int mt_op_num(mt_env *env, const char *s, size_t n, fl_sb *o) {
         }
     }
     if (!cnt || fl_rng_below(r, 4) == 0) { /* no number (or sometimes anyway): add one */
-        insert_word_at(o, s, n, word_boundary(r, s, n, o), MT_PICKL(r, mt_extreme_num));
+        mt_insert_word(o, s, n, word_boundary(r, s, n, o), MT_PICKL(r, mt_extreme_num));
         return 1;
     }
     fl_sb_put(o, s, a);

@@ -213,7 +213,7 @@ oom:
     return -1;
 }
 
-/* ---- string builder ------------------------------------------------------------------------ */
+/* ---- words into a string -------------------------------------------------------------------- */
 void mt_put_word(fl_sb *b, const char *s, size_t n) {
     if (b->n && n) {
         unsigned char prev = (unsigned char)b->p[b->n - 1], next = (unsigned char)s[0];
@@ -222,4 +222,10 @@ void mt_put_word(fl_sb *b, const char *s, size_t n) {
             fl_sb_putc(b, ' ');
     }
     fl_sb_put(b, s, n);
+}
+
+void mt_insert_word(fl_sb *b, const char *s, size_t n, size_t at, const char *w) {
+    fl_sb_put(b, s, at);
+    mt_put_word(b, w, strlen(w));
+    mt_put_word(b, s + at, n - at);
 }

@@ -244,10 +244,10 @@ static fl_status post(fl_llm *l, const char *endpoint, const char *body, char **
     return FL_OK;
 }
 
-/* Cached POST: the parsed reply; usage tokens counted for fresh replies only. valid() says
- * whether a body is worth caching (a 200 with the wrong shape is not). */
-static fl_status request(fl_llm *l, const char *endpoint, const char *body,
-                         int (*valid)(const cJSON *), cJSON **out, fl_err *e) {
+/* Cached POST of body: the parsed reply; usage tokens counted for fresh replies only.
+ * valid() says whether a body is worth caching (a 200 with the wrong shape is not). */
+static fl_status request_body(fl_llm *l, const char *endpoint, const char *body,
+                              int (*valid)(const cJSON *), cJSON **out, fl_err *e) {
     char path[4200];
     *out = NULL;
     if (l->cache) {
@@ -311,6 +311,18 @@ static fl_status request(fl_llm *l, const char *endpoint, const char *body,
     return FL_OK;
 }
 
+/* request_body with the request r printed compactly; r is deleted. */
+static fl_status request(fl_llm *l, const char *endpoint, cJSON *r, int (*valid)(const cJSON *),
+                         cJSON **out, fl_err *e) {
+    char *body = cJSON_PrintUnformatted(r);
+    cJSON_Delete(r);
+    *out = NULL;
+    if (!body) return fl_fail(e, FL_ERR_NOMEM, "llm: out of memory");
+    fl_status st = request_body(l, endpoint, body, valid, out, e);
+    free(body);
+    return st;
+}
+
 static const char *chat_content(const cJSON *j) {
     const cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0);
     const cJSON *m = cJSON_GetObjectItem(cJSON_GetObjectItem(c, "message"), "content");
@@ -334,12 +346,8 @@ fl_status fl_llm_chat_seed(fl_llm *l, int n, const fl_llm_msg *msgs, int json_mo
     cJSON_AddNumberToObject(r, "seed", (double)(seed & ((1ull << 53) - 1)));
     if (l->o.max_reply_tokens > 0) cJSON_AddNumberToObject(r, "max_tokens", l->o.max_reply_tokens);
     if (json_mode) cJSON_AddStringToObject(cJSON_AddObjectToObject(r, "response_format"), "type", "json_object");
-    char *body = cJSON_PrintUnformatted(r);
-    cJSON_Delete(r);
-    if (!body) return fl_fail(e, FL_ERR_NOMEM, "llm: out of memory");
     cJSON *j;
-    fl_status st = request(l, "/v1/chat/completions", body, chat_valid, &j, e);
-    free(body);
+    fl_status st = request(l, "/v1/chat/completions", r, chat_valid, &j, e);
     if (st) return st;
     *reply = strdup(chat_content(j));
     cJSON_Delete(j);
@@ -363,12 +371,8 @@ fl_status fl_llm_embed(fl_llm *l, const char *text, float **v, int *dim, fl_err 
     cJSON *r = cJSON_CreateObject();
     cJSON_AddStringToObject(r, "model", l->o.model);
     cJSON_AddStringToObject(r, "input", text ? text : "");
-    char *body = cJSON_PrintUnformatted(r);
-    cJSON_Delete(r);
-    if (!body) return fl_fail(e, FL_ERR_NOMEM, "llm: out of memory");
     cJSON *j;
-    fl_status st = request(l, "/v1/embeddings", body, embed_valid, &j, e);
-    free(body);
+    fl_status st = request(l, "/v1/embeddings", r, embed_valid, &j, e);
     if (st) return st;
     const cJSON *a = embedding(j);
     int n = cJSON_GetArraySize(a);

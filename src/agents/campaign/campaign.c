@@ -2,7 +2,7 @@
  * other agents module: the loop (this file, campaign_run.c, campaign_seeds.c, campaign_llm.c,
  * campaign_otlp.c), the queue and its power schedules (queue.c), the output folder (outdir.c,
  * paths.c), saved cases (campaign_saved.c), the reports (report.c, report_data.c,
- * report_html.c), replay (replay.c) and minimisation (minimize.c). API:
+ * report_html.c, report_table.c), replay (replay.c) and minimisation (minimize.c). API:
  * include/flare/agents/campaign.h; docs/agents-campaign.md.
  *
  * The campaign loop: pick (queue.c), mutate (mutate.h), run (target.h), judge (agcov.h,

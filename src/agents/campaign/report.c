@@ -21,6 +21,13 @@ static void md_cell(fl_sb *b, const char *s) {
     }
 }
 
+static void md_link(fl_sb *b, const char *rel) {
+    fl_sb_printf(b, "[%s](", rel);
+    for (const char *s = rel; *s; s++) /* a link target with ':' or ' ' still works */
+        fl_sb_printf(b, (*s == ' ' || *s == '(' || *s == ')') ? "%%%02X" : "%c", (unsigned char)*s);
+    fl_sb_printf(b, ")");
+}
+
 /* ---- Markdown --------------------------------------------------------------------------------- */
 static void write_md(const rp_data *d, fl_sb *b) {
     fl_sb_printf(b, "# flare agents: campaign report\n\n");
@@ -56,23 +63,8 @@ static void write_md(const rp_data *d, fl_sb *b) {
     }
     fl_sb_printf(b, "| # | kind | MAST | signature | found at exec | example input | case |\n"
                  "|---:|---|---|---|---:|---|---|\n");
-    for (int i = 0; i < d->n_find; i++) {
-        const rp_finding *f = &d->find[i];
-        fl_sb_printf(b, "| %d | ", i + 1);
-        md_cell(b, f->s.kind ? f->s.kind : "?");
-        fl_sb_printf(b, " | ");
-        md_cell(b, f->s.mast ? f->s.mast : "");
-        fl_sb_printf(b, " | `");
-        md_cell(b, f->s.signature ? f->s.signature : "");
-        fl_sb_printf(b, "` | ");
-        if (f->s.found_exec >= 0) fl_sb_printf(b, "%.0f", f->s.found_exec);
-        fl_sb_printf(b, " | ");
-        md_cell(b, f->input);
-        fl_sb_printf(b, " | [%s](", f->rel);
-        for (const char *s = f->rel; *s; s++) /* a link target with ':' or ' ' still works */
-            fl_sb_printf(b, (*s == ' ' || *s == '(' || *s == ')') ? "%%%02X" : "%c", (unsigned char)*s);
-        fl_sb_printf(b, ") |\n");
-    }
+    static const rp_markup md = {"|", "\n", " ", " ", " |", "`", "`", 0, md_cell, md_link};
+    rp_finding_rows(b, d, &md);
     for (int i = 0; i < d->n_find; i++) {
         const rp_finding *f = &d->find[i];
         if (!f->s.message) continue;

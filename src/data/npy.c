@@ -224,15 +224,14 @@ bad:
                    (int)(r.end - r.p < 24 ? r.end - r.p : 24), r.p);
 }
 
+static fl_status parse_file(const uint8_t *buf, size_t len, const char *path, void *out,
+                            fl_err *e) {
+    return fl_npy_parse(buf, len, path, out, e);
+}
+
 fl_status fl_npy_read(const char *path, fl_npy *out, fl_err *e) {
-    uint8_t *buf;
-    size_t len;
     memset(out, 0, sizeof *out);
-    fl_status st = fl_file_read(path, &buf, &len, e);
-    if (st != FL_OK) return st;
-    st = fl_npy_parse(buf, len, path, out, e);
-    free(buf);
-    return st;
+    return fl_file_parse(path, parse_file, out, e);
 }
 
 void fl_npy_free(fl_npy *a) {

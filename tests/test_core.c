@@ -1,6 +1,9 @@
-/* core/text.h: the growing string (appends across many growths, printf past the capacity,
- * NUL-terminated) and the line walker (numbering, the last line without '\n', a NUL byte,
- * the first failure stops the walk). */
+/* Core facilities the modules share: the growing string of core/text.h (appends across many
+ * growths, printf past the capacity, NUL-terminated), its line walker (numbering, the last
+ * line without '\n', a NUL byte, the first failure stops the walk), and fl_file_parse (the
+ * bytes and path reach the parser, its status comes back, a read failure skips it). */
+#include <unistd.h>
+
 #include "testutil.h"
 
 #include "core/text.h"
@@ -75,10 +78,51 @@ static void test_lines(void **state) {
     assert_int_equal(s.n, 1);
 }
 
+typedef struct got {
+    char text[64], path[128];
+    size_t len;
+    int calls;
+} got;
+
+static fl_status keep(const uint8_t *buf, size_t len, const char *path, void *out, fl_err *e) {
+    got *g = out;
+    g->calls++;
+    g->len = len;
+    snprintf(g->text, sizeof g->text, "%.*s", (int)len, (const char *)buf);
+    snprintf(g->path, sizeof g->path, "%s", path);
+    return len > 5 ? fl_fail(e, FL_ERR_FORMAT, "%s: too long", path) : FL_OK;
+}
+
+static void test_file_parse(void **state) {
+    (void)state;
+    char path[] = "/tmp/flare_test_core_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "abc", 3), 3);
+    close(fd);
+    fl_err e = {0};
+    got g = {0};
+    assert_int_equal(fl_file_parse(path, keep, &g, &e), FL_OK);
+    assert_int_equal(g.calls, 1);
+    assert_int_equal(g.len, 3);
+    assert_string_equal(g.text, "abc");
+    assert_string_equal(g.path, path);
+    fl_status st = fl_file_write_atomic(path, "abcdefgh", 8, &e);
+    assert_int_equal(st, FL_OK);
+    assert_int_equal(fl_file_parse(path, keep, &g, &e), FL_ERR_FORMAT); /* the parser's status */
+    assert_non_null(strstr(e.msg, "too long"));
+    unlink(path);
+    g.calls = 0;
+    assert_int_equal(fl_file_parse(path, keep, &g, &e), FL_ERR_IO);
+    assert_int_equal(g.calls, 0);
+    assert_non_null(strstr(e.msg, path));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sb),
         cmocka_unit_test(test_lines),
+        cmocka_unit_test(test_file_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

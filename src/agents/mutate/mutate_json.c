@@ -49,6 +49,16 @@ static int emit(cJSON *root, fl_sb *o) {
     return 1;
 }
 
+/* The end of an edit that put v into root: emit root when it went in (ok), else free both
+ * and report out of memory. */
+static int emit_edit(int ok, cJSON *v, cJSON *root, fl_sb *o) {
+    if (ok) return emit(root, o);
+    cJSON_Delete(v);
+    cJSON_Delete(root);
+    o->oom = 1;
+    return 0;
+}
+
 static const double NUMS[] = {0, -1, 1, 1e308, -1e308, 2147483648.0, -2147483649.0,
                               9007199254740993.0, 0.1, 1e-300, 4294967296.0, 65536};
 
@@ -110,13 +120,7 @@ int mt_op_json_add(mt_env *env, const char *s, size_t n, fl_sb *o) {
         key = cJSON_GetArrayItem(obj, (int)fl_rng_below(env->r, (uint32_t)k))->string;
     }
     cJSON *v = make_value(env, (int)fl_rng_below(env->r, 6));
-    if (!v || !cJSON_AddItemToObject(obj, key, v)) {
-        cJSON_Delete(v);
-        cJSON_Delete(root);
-        o->oom = 1;
-        return 0;
-    }
-    return emit(root, o);
+    return emit_edit(v && cJSON_AddItemToObject(obj, key, v), v, root, o);
 }
 
 int mt_op_json_del(mt_env *env, const char *s, size_t n, fl_sb *o) {
@@ -171,13 +175,7 @@ int mt_op_json_retype(mt_env *env, const char *s, size_t n, fl_sb *o) {
         v->string = p.node->string;
         p.node->string = NULL;
     }
-    if (!v || !cJSON_ReplaceItemViaPointer(p.parent, p.node, v)) {
-        cJSON_Delete(v);
-        cJSON_Delete(root);
-        o->oom = 1;
-        return 0;
-    }
-    return emit(root, o);
+    return emit_edit(v && cJSON_ReplaceItemViaPointer(p.parent, p.node, v), v, root, o);
 }
 
 int mt_op_json_break(mt_env *env, const char *s, size_t n, fl_sb *o) {

@@ -1,12 +1,14 @@
 /* Core facilities the modules share: the growing string of core/text.h (appends across many
  * growths, printf past the capacity, NUL-terminated), its line walker (numbering, the last
- * line without '\n', a NUL byte, the first failure stops the walk), and fl_file_parse (the
- * bytes and path reach the parser, its status comes back, a read failure skips it). */
+ * line without '\n', a NUL byte, the first failure stops the walk), fl_file_parse (the
+ * bytes and path reach the parser, its status comes back, a read failure skips it), and the
+ * open-addressing index of flare/index.h (colliding and zero hashes, growth, copy, clear). */
 #include <unistd.h>
 
 #include "testutil.h"
 
 #include "core/text.h"
+#include "flare/index.h"
 
 static void test_sb(void **state) {
     (void)state;
@@ -118,11 +120,60 @@ static void test_file_parse(void **state) {
     assert_non_null(strstr(e.msg, path));
 }
 
+static const int64_t *g_keys;
+static int same_key(const void *ctx, int64_t i) { return g_keys[i] == *(const int64_t *)ctx; }
+/* A poor hash on purpose: 8 values, one of them 0, so that probes collide and wrap. */
+static uint64_t poor(int64_t k) { return (uint64_t)(k % 8); }
+
+static int64_t find(const fl_index *ix, int64_t k, int64_t *at) {
+    return fl_index_find(ix, poor(k), same_key, &k, at);
+}
+
+static void test_index(void **state) {
+    (void)state;
+    int64_t keys[3000], at;
+    g_keys = keys;
+    fl_index ix = {0};
+    assert_int_equal(find(&ix, 5, &at), -1); /* never reserved */
+    assert_int_equal(at, -1);
+    int64_t n = 0;
+    for (int64_t k = 0; k < 3000; k++) {
+        int64_t key = (k * 7919) % 1500; /* every key twice */
+        assert_true(fl_index_reserve(&ix, n + 1));
+        int64_t i = find(&ix, key, &at);
+        if (i >= 0) {
+            assert_int_equal(keys[i], key);
+            continue;
+        }
+        keys[n] = key;
+        fl_index_put(&ix, at, poor(key), n++);
+    }
+    assert_int_equal(n, 1500);
+    assert_int_equal(ix.n, 1500);
+    assert_true(ix.cap >= 2 * n && (ix.cap & (ix.cap - 1)) == 0);
+    for (int64_t key = 0; key < 1500; key++) {
+        int64_t i = find(&ix, key, &at);
+        assert_true(i >= 0 && keys[i] == key);
+    }
+    assert_int_equal(find(&ix, 1500, &at), -1);
+    fl_index cp = {0};
+    assert_true(fl_index_copy(&cp, &ix));
+    fl_index_clear(&ix);
+    assert_int_equal(find(&ix, 7, &at), -1);
+    assert_int_equal(ix.n, 0);
+    int64_t i = find(&cp, 7, &at);
+    assert_true(i >= 0 && keys[i] == 7);
+    fl_index_free(&ix);
+    fl_index_free(&cp);
+    assert_int_equal(ix.cap, 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sb),
         cmocka_unit_test(test_lines),
         cmocka_unit_test(test_file_parse),
+        cmocka_unit_test(test_index),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -148,11 +148,13 @@ uint64_t q_path_hash(const fl_trace *t);
 #include "flare/agents/otlp_recv.h"
 #include "flare/agents/spec.h"
 #include "flare/agents/target.h"
+#include "flare/index.h"
 
-/* Signatures saved so far: "kind/signature" strings in an open-addressing set. */
+/* Signatures saved so far: "kind/signature" strings, indexed by their hash. */
 typedef struct sig_set {
-    char **v;
-    size_t n, cap;
+    char **v;        /* in the order they came */
+    int64_t n, cap;
+    fl_index ix;     /* hash of v[i] -> i */
 } sig_set;
 int sig_set_add(sig_set *s, const char *kind, const char *sig); /* 1 new, 0 known, -1 oom */
 void sig_set_free(sig_set *s);

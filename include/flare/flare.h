@@ -79,6 +79,12 @@ int fl_whole(double v, double lo, double hi);
 /* ---- files --------------------------------------------------------------------------------- */
 /* Read a whole file (gzip-compressed files are inflated when the path ends in ".gz"). */
 fl_status fl_file_read(const char *path, uint8_t **buf, size_t *len, fl_err *e);
+/* Read path whole (as fl_file_read), hand the bytes to parse(buf, len, path, out, e), free
+ * them: every load-from-a-file over its parse-from-memory. Returns the read's or the parse's
+ * status. */
+typedef fl_status (*fl_parse_fn)(const uint8_t *buf, size_t len, const char *path, void *out,
+                                 fl_err *e);
+fl_status fl_file_parse(const char *path, fl_parse_fn parse, void *out, fl_err *e);
 /* Write path atomically: write path.tmp.<pid>, fsync, rename over path. */
 fl_status fl_file_write_atomic(const char *path, const void *buf, size_t len, fl_err *e);
 /* fl_file_durable(0): fl_file_write_atomic (and every writer built on it) skips the fsync

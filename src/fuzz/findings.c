@@ -25,39 +25,30 @@ static uint64_t key_hash(int oracle, int32_t label, int32_t pred, int32_t pred2,
     return h ^ (h >> 31);
 }
 
-static int same(const fz_finding *f, int oracle, int32_t label, int32_t pred, int32_t pred2,
-                int64_t root) {
-    return f->oracle == oracle && f->label == label && f->pred == pred && f->pred2 == pred2 &&
-           f->root == root;
-}
+typedef struct fkey {
+    const fz_finding *f; /* the table's records */
+    int oracle;
+    int32_t label, pred, pred2;
+    int64_t root;
+} fkey;
 
-static fl_status rehash(fz_findings *fs, fl_err *e) {
-    int64_t ns = fs->n_slots ? fs->n_slots * 2 : 1024;
-    int64_t *s = malloc(sizeof *s * (size_t)ns);
-    if (!s) return fl_fail(e, FL_ERR_NOMEM, "out of memory");
-    for (int64_t i = 0; i < ns; i++) s[i] = -1;
-    for (int64_t i = 0; i < fs->n; i++) {
-        const fz_finding *f = &fs->f[i];
-        uint64_t h = key_hash(f->oracle, f->label, f->pred, f->pred2, f->root);
-        int64_t j = (int64_t)(h & (uint64_t)(ns - 1));
-        while (s[j] >= 0) j = (j + 1) & (ns - 1);
-        s[j] = i;
-    }
-    free(fs->slot);
-    fs->slot = s;
-    fs->n_slots = ns;
-    return FL_OK;
+static int same(const void *ctx, int64_t i) {
+    const fkey *k = ctx;
+    const fz_finding *f = &k->f[i];
+    return f->oracle == k->oracle && f->label == k->label && f->pred == k->pred &&
+           f->pred2 == k->pred2 && f->root == k->root;
 }
 
 /* The finding with this key, created (seen 0, min_l2 +inf) when absent. */
 static fz_finding *lookup(fz_findings *fs, int oracle, int32_t label, int32_t pred, int32_t pred2,
                           int64_t root, int *created, fl_err *e) {
     *created = 0;
-    if ((fs->n + 1) * 2 > fs->n_slots && rehash(fs, e)) return NULL;
+    if (!fl_index_reserve(&fs->ix, fs->n + 1))
+        return fl_fail(e, FL_ERR_NOMEM, "out of memory"), NULL;
     uint64_t h = key_hash(oracle, label, pred, pred2, root);
-    int64_t j = (int64_t)(h & (uint64_t)(fs->n_slots - 1));
-    for (; fs->slot[j] >= 0; j = (j + 1) & (fs->n_slots - 1))
-        if (same(&fs->f[fs->slot[j]], oracle, label, pred, pred2, root)) return &fs->f[fs->slot[j]];
+    fkey k = {fs->f, oracle, label, pred, pred2, root};
+    int64_t at, i = fl_index_find(&fs->ix, h, same, &k, &at);
+    if (i >= 0) return &fs->f[i];
     if (fs->n == fs->cap) {
         int64_t c = fs->cap ? fs->cap * 2 : 256;
         fz_finding *p = realloc(fs->f, sizeof *p * (size_t)c);
@@ -67,7 +58,7 @@ static fz_finding *lookup(fz_findings *fs, int oracle, int32_t label, int32_t pr
     }
     fz_finding *f = &fs->f[fs->n];
     *f = (fz_finding){oracle, label, pred, pred2, root, 0, INFINITY, -1};
-    fs->slot[j] = fs->n++;
+    fl_index_put(&fs->ix, at, h, fs->n++);
     fs->by_oracle[oracle]++;
     *created = 1;
     return f;
@@ -77,7 +68,7 @@ void fz_findings_free(fz_findings *fs) {
     for (int64_t i = 0; i < fs->n_pend; i++) free(fs->pend[i].px), free(fs->pend[i].input);
     free(fs->pend);
     free(fs->f);
-    free(fs->slot);
+    fl_index_free(&fs->ix);
     memset(fs, 0, sizeof *fs);
 }
 

@@ -16,6 +16,7 @@
 #include <stdio.h>
 
 #include "flare/fuzz.h"
+#include "flare/index.h"
 
 /* ---- queue ---------------------------------------------------------------------------------- */
 typedef struct fz_entry {
@@ -90,8 +91,7 @@ typedef struct fz_pending {
 typedef struct fz_findings {
     fz_finding *f;
     int64_t n, cap;
-    int64_t *slot;      /* open addressing over f; -1 empty */
-    int64_t n_slots;
+    fl_index ix;        /* key hash -> position in f */
     int64_t total;      /* failing mutants, repeats included */
     int64_t by_oracle[3];
     fz_pending *pend;

@@ -1,6 +1,6 @@
 /* Module agents/otel — OpenTelemetry spans as a second source of a case's events: otlp.c parses
  * OTLP/JSON, otlp_map.c turns spans into fl_events, otlp_store.c keeps spans by trace id (and
- * polls --otlp-file), httpd.c is the small HTTP server, and this file is the receiver and the
+ * polls --otlp-file), httpd.c is the HTTP server (libmicrohttpd), and this file is the receiver and the
  * per-case span source the campaign uses. Depends on protocol and target. API:
  * include/flare/agents/otlp.h, otlp_recv.h, httpd.h; docs/agents-otel.md.
  *
@@ -67,8 +67,7 @@ static char *status_json(int code, const char *msg) {
 }
 
 static void handle(const fl_http_req *rq, fl_http_resp *rs, fl_otlp_store *store, fl_otlp_src *src) {
-    size_t plen = strcspn(rq->path, "?");
-    if (plen != 10 || strncmp(rq->path, "/v1/traces", 10)) {
+    if (strcmp(rq->path, "/v1/traces")) { /* the path comes without its query string */
         rs->status = 404; /* gRPC NOT_FOUND */
         rs->body = status_json(5, "flare's OTLP receiver takes traces only: POST /v1/traces");
         return;

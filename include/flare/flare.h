@@ -76,6 +76,13 @@ int fl_parallel_slots(void);
  * from an outside file to an integer: an out-of-range cast is undefined behaviour. */
 int fl_whole(double v, double lo, double hi);
 
+/* ---- hashing ------------------------------------------------------------------------------ */
+/* FNV-1a 64 of data[0..n) continuing from h: start with FL_FNV_BASIS, and chain calls to hash
+ * several pieces as one byte string (src/core/hash.c). */
+#define FL_FNV_BASIS 0xcbf29ce484222325ull /* 14695981039346656037 */
+#define FL_FNV_PRIME 0x100000001b3ull      /* 1099511628211 */
+uint64_t fl_fnv1a(uint64_t h, const void *data, size_t n);
+
 /* ---- files --------------------------------------------------------------------------------- */
 /* Read a whole file (gzip-compressed files are inflated when the path ends in ".gz"). */
 fl_status fl_file_read(const char *path, uint8_t **buf, size_t *len, fl_err *e);

@@ -740,7 +740,7 @@ static void test_profile_file(void **state) {
 }
 
 /* profile_v1.bin was written by flare before version 2 (a profile of the fixture model's layers
- * over 50 inputs; also fuzz/corpus/profile/lenet1_logits.bin, as hex): its checksum starts from
+ * over 50 inputs; also fuzz/corpus/profile/lenet1_all.bin): its checksum starts from
  * version 1's mistyped basis. It still loads; what is saved is version 2 with the published
  * FNV-1a 64; and each version's checksum is checked with its own basis. */
 static void test_profile_v1(void **state) {

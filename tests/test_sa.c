@@ -416,20 +416,20 @@ static void test_errors(void **state) {
     int32_t tp2[N];
     memcpy(tp2, tp, sizeof tp);
     tp2[0] = tp2[2] = tp2[4] = 2;
-    expect_fail(tr, tp2, N, D, &lsa, FL_ERR_ARG, "needs more traces than neurons");
-    expect_fail(tr, tp2, N, D, &mdsa, FL_ERR_ARG, "class 2 has 3 training traces");
+    expect_fail(tr, tp2, N, D, &lsa, FL_ERR_DATA, "needs more traces than neurons");
+    expect_fail(tr, tp2, N, D, &mdsa, FL_ERR_DATA, "class 2 has 3 training traces");
     /* A neuron that is a linear combination of others (not constant): Cholesky fails. */
     float col[N * D];
     memcpy(col, tr, sizeof tr);
     for (int i = 0; i < N; i++) col[i * D + 3] = col[i * D + 0] + col[i * D + 1];
-    expect_fail(col, tp, N, D, &lsa, FL_ERR_ARG, "raise the variance threshold");
-    expect_fail(col, tp, N, D, &mdsa, FL_ERR_ARG, "singular");
+    expect_fail(col, tp, N, D, &lsa, FL_ERR_DATA, "raise the variance threshold");
+    expect_fail(col, tp, N, D, &mdsa, FL_ERR_DATA, "singular");
     /* Every neuron constant in some class. */
     float cst[N * D];
     memcpy(cst, tr, sizeof tr);
     for (int i = 0; i < N; i += 2)
         for (int j = 0; j < D; j++) cst[i * D + j] = 1.0f;
-    expect_fail(cst, tp, N, D, &lsa, FL_ERR_ARG, "variance below the threshold");
+    expect_fail(cst, tp, N, D, &lsa, FL_ERR_DATA, "variance below the threshold");
     /* NaN training trace. */
     float nan_tr[N * D];
     memcpy(nan_tr, tr, sizeof tr);
@@ -437,7 +437,7 @@ static void test_errors(void **state) {
     expect_fail(nan_tr, tp, N, D, &dsa, FL_ERR_NAN, "training trace 5");
     /* One class only for DSA, no traces, negative labels, bad subset. */
     int32_t one[N] = {0};
-    expect_fail(tr, one, N, D, &dsa, FL_ERR_ARG, "at least two classes");
+    expect_fail(tr, one, N, D, &dsa, FL_ERR_DATA, "at least two classes");
     expect_fail(tr, tp, 0, D, &dsa, FL_ERR_ARG, "got none");
     int32_t neg[N];
     memcpy(neg, tp, sizeof tp);
@@ -645,6 +645,52 @@ static int have_bin(void) {
 #define ATS "--train-ats " FIX "train_ats.npy --train-pred " FIX "train_pred.npy --test-ats " \
             FIX "test_ats.npy --test-pred " FIX "test_pred.npy"
 
+/* Traces that cannot support the estimate are a runtime failure (exit 1, FL_ERR_DATA), not a
+ * usage error: a neuron that is a multiple of another (Cholesky fails) in `nn sa`, and, in
+ * `nn cover --criteria lsc / dsc`, a training set of 8 images for the 10 logits (every class
+ * has fewer traces than neurons; DSA sees one class only). */
+static void cli_singular(const char *dir) {
+    enum { N = 300, D = 5 };
+    static float tr[N * D], x8[8 * 28 * 28];
+    static int32_t tp[N];
+    fl_rng r;
+    fl_rng_seed(&r, 9);
+    for (int i = 0; i < N; i++) {
+        for (int j = 0; j < D - 1; j++) tr[i * D + j] = (float)fl_rng_normal(&r);
+        tr[i * D + D - 1] = 2 * tr[i * D];
+        tp[i] = i % 2;
+    }
+    for (int i = 0; i < 8 * 28 * 28; i++) x8[i] = (float)fl_rng_uniform(&r);
+    char ats[256], pred[256], imgs[256], *out;
+    snprintf(ats, sizeof ats, "%s/dep_ats.npy", dir);
+    snprintf(pred, sizeof pred, "%s/dep_pred.npy", dir);
+    snprintf(imgs, sizeof imgs, "%s/x8.npy", dir);
+    fl_err e = {0};
+    int64_t s2[2] = {N, D}, s1[1] = {N}, s4[4] = {8, 1, 28, 28};
+    assert_int_equal(fl_npy_write(ats, FL_DT_F32, 2, s2, tr, &e), FL_OK);
+    assert_int_equal(fl_npy_write(pred, FL_DT_I32, 1, s1, tp, &e), FL_OK);
+    assert_int_equal(fl_npy_write(imgs, FL_DT_F32, 4, s4, x8, &e), FL_OK);
+    for (int k = 0; k < 2; k++) {
+        int rc = tu_sh(&out, "\"$FLARE_BIN\" nn sa -k %s --train-ats %s --train-pred %s "
+                       "--test-ats %s --test-pred %s", k ? "mdsa" : "lsa", ats, pred, ats, pred);
+        if (rc != 1 || !strstr(out, "flare: class 0: the covariance") || !strstr(out, "singular"))
+            fail_msg("nn sa -k %s: exit %d (want 1): %s", k ? "mdsa" : "lsa", rc, out);
+        free(out);
+        rc = tu_sh(&out, "\"$FLARE_BIN\" nn cover -m tests/fixtures/cover/lenet1.onnx -d "
+                   "fashion-mnist:test -n 20 --train npy:%s --criteria %s:10:logits", imgs,
+                   k ? "dsc" : "lsc");
+        if (rc != 1 || !strstr(out, k ? "flare: dsc:10:logits: the training traces of layer "
+                                        "'logits'" : "flare: lsc:10:logits: the training traces "
+                                        "of layer 'logits'") ||
+            !strstr(out, k ? "at least two classes" : "covariance is singular"))
+            fail_msg("nn cover %s: exit %d (want 1): %s", k ? "dsc" : "lsc", rc, out);
+        free(out);
+    }
+    remove(ats);
+    remove(pred);
+    remove(imgs);
+}
+
 static void test_cli(void **state) {
     TU_NEED(have_bin(), "the flare binary (FLARE_BIN; tests/run.sh sets it)");
     char dir[] = "/tmp/flare_test_sa_XXXXXX", path[256], *out;
@@ -748,6 +794,7 @@ static void test_cli(void **state) {
     assert_int_equal(rc, 2);
     free(out);
     remove(path);
+    cli_singular(dir);
     rmdir(dir);
 }
 

@@ -26,6 +26,9 @@ typedef enum fl_status {
     FL_ERR_ARG,         /* bad argument / flag value */
     FL_ERR_NAN,         /* NaN or Inf where finite numbers are required */
     FL_ERR_NOTFOUND,    /* a named thing (layer, file, dataset) does not exist */
+    FL_ERR_DATA,        /* well-formed data that cannot support the computation asked for
+                         * (a singular covariance, too few traces of a class): a runtime
+                         * failure, not a bad argument */
     FL_ERR_COUNT_
 } fl_status;
 

@@ -120,7 +120,7 @@ static fl_status build_class(fl_sa *sa, int c, double *cov, double *l, double *r
     int lsa = sa->o.kind == FL_SA_LSA, ddof = lsa ? 1 : 0;
     const char *what = lsa ? "LSA's kernel density estimate" : "MDSA's Mahalanobis distance";
     if (nc <= d)
-        return fl_fail(e, FL_ERR_ARG, "class %d has %lld training traces for %lld neurons: its "
+        return fl_fail(e, FL_ERR_DATA, "class %d has %lld training traces for %lld neurons: its "
                        "covariance is singular (%s needs more traces than neurons); use fewer "
                        "neurons or raise the variance threshold (now %g) to drop near-constant "
                        "ones", c, (long long)nc, (long long)d, what, sa->o.var_threshold);
@@ -140,7 +140,7 @@ static fl_status build_class(fl_sa *sa, int c, double *cov, double *l, double *r
         for (int64_t j = 0; j < d; j++) cov[j * d + j] += sa->o.mdsa_ridge;
     int64_t bad = cholesky(cov, l, d);
     if (bad >= 0)
-        return fl_fail(e, FL_ERR_ARG, "class %d: the covariance of its %lld training traces over "
+        return fl_fail(e, FL_ERR_DATA, "class %d: the covariance of its %lld training traces over "
                        "%lld neurons is singular (Cholesky fails at neuron %lld: it is a linear "
                        "combination of others); raise the variance threshold (now %g) to drop "
                        "near-constant neurons%s, or use fewer neurons", c, (long long)nc,

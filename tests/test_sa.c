@@ -1,7 +1,9 @@
 /* Surprise adequacy and surprise coverage.
  *
  * Reference values: tests/fixtures/sa (make_sa.py: scipy.stats.gaussian_kde and sadl's DSA
- * and get_sc in numpy). LSA must agree within 1e-3 relative, DSA within 1e-5 relative. A
+ * and get_sc in numpy). LSA must agree within 1e-6 relative (the stored reference is float32),
+ * and within 1e-6 of a brute-force double KDE on traces built to defeat float kernels; DSA
+ * within 1e-5 relative. A
  * brute-force double-precision DSA in this file checks the blocked GEMM search on sets large
  * enough to span many blocks, with near-duplicates that defeat plain float arithmetic.
  * Edge cases: constant neurons, absent classes, d > n, collinear neurons, NaN, empty input. */
@@ -13,6 +15,7 @@
 #include "flare/data.h"
 #include "flare/sa.h"
 #include "flare/train.h"
+#include "sa/sa_int.h" /* fl__sa_lsa_all_exact */
 
 #define FIX "tests/fixtures/sa/"
 
@@ -106,7 +109,7 @@ static void test_lsa_matches_scipy(void **state) {
     load_fixture(&f);
     fl_sa_opts o;
     fl_sa_opts_init(&o, FL_SA_LSA);
-    double w = check_against(&f, &o, "lsa", 1e-3, 1e-12);
+    double w = check_against(&f, &o, "lsa", 1e-6, 1e-12); /* the reference is float32 */
     print_message("LSA: worst relative error vs scipy.stats.gaussian_kde %.2e\n", w);
     /* Neurons 3 and 7 have variance < 1e-5 in one class each: dropped everywhere. */
     fl_err e = {0};
@@ -123,7 +126,7 @@ static void test_lsa_matches_scipy(void **state) {
     o.neurons = keep;
     o.n_neurons = 6;
     o.var_threshold = 0;
-    check_against(&f, &o, "lsa", 1e-3, 1e-12);
+    check_against(&f, &o, "lsa", 1e-6, 1e-12);
     free_fixture(&f);
 }
 
@@ -298,6 +301,137 @@ static double brute_dsa(const float *tr, const int32_t *tp, int64_t n, int64_t d
             if (v < b) b = v;
         }
     return sqrt(best) / sqrt(b);
+}
+
+/* gaussian_kde's log density by its definition, in double, by brute force: the kernel
+ * covariance K = n^(-2/(d+4)) cov(x, ddof=1) = L L^T, each kernel's exponent |L^-1 (q - x_i)|^2
+ * by forward substitution on the difference (no whitened coordinates, no |a|^2+|b|^2-2ab),
+ * then logsumexp - log det L - (d/2) log(2 pi) - log n. skip: a training row left out (-1:
+ * none), as leave-one-out scores it. */
+typedef struct kde_ref {
+    const float *x;
+    int n, d;
+    double L[8 * 8], logdet;
+} kde_ref;
+
+static void kde_ref_build(kde_ref *k, const float *x, int n, int d) {
+    assert_true(d <= 8);
+    double mu[8] = {0}, cov[8 * 8] = {0};
+    k->x = x, k->n = n, k->d = d;
+    for (int i = 0; i < n; i++)
+        for (int a = 0; a < d; a++) mu[a] += x[i * d + a] / (double)n;
+    for (int i = 0; i < n; i++)
+        for (int a = 0; a < d; a++)
+            for (int b = 0; b < d; b++)
+                cov[a * d + b] += (x[i * d + a] - mu[a]) * (x[i * d + b] - mu[b]);
+    double f2 = pow(n, -2.0 / (d + 4)) / (n - 1);
+    memset(k->L, 0, sizeof k->L);
+    k->logdet = 0;
+    for (int j = 0; j < d; j++) {
+        for (int i = j; i < d; i++) {
+            double t = cov[i * d + j] * f2;
+            for (int m = 0; m < j; m++) t -= k->L[i * d + m] * k->L[j * d + m];
+            k->L[i * d + j] = i == j ? sqrt(t) : t / k->L[j * d + j];
+        }
+        k->logdet += log(k->L[j * d + j]);
+    }
+}
+
+static double kde_ref_lsa(const kde_ref *k, const float *q, int skip) {
+    int d = k->d, n = 0;
+    double best = INFINITY, s = 0, *e = malloc(sizeof(double) * (size_t)k->n);
+    assert_non_null(e);
+    for (int i = 0; i < k->n; i++) {
+        double y[8], r = 0;
+        for (int a = 0; a < d; a++) {
+            double t = (double)q[a] - k->x[i * d + a];
+            for (int m = 0; m < a; m++) t -= k->L[a * d + m] * y[m];
+            y[a] = t / k->L[a * d + a];
+            r += y[a] * y[a];
+        }
+        e[i] = i == skip ? INFINITY : r;
+        if (e[i] < best) best = e[i];
+    }
+    for (int i = 0; i < k->n; i++)
+        if (i != skip) s += exp(-0.5 * (e[i] - best)), n++;
+    free(e);
+    return -(-0.5 * best + log(s) - k->logdet - 0.5 * d * log(2 * M_PI) - log(n));
+}
+
+/* Traces built to defeat float kernels: the class sits far from the origin (every neuron near
+ * 1000); a group of 3 traces lies far out of the bulk, where whitened norms are large and the
+ * float identity |a|^2 + |b|^2 - 2ab loses ~1e-3 of each kernel's exponent; 400 traces sit
+ * within 1e-3 of one bulk point (high density: hundreds of kernels near the largest). Inputs
+ * near the group, in the dense spot, and in the bulk must match the double reference within
+ * 1e-6 relative, and so must leave-one-out (float kernels with only the nearest one exact, as
+ * flare computed LSA before: 1.7e-5 at the far group). */
+static void test_lsa_exact_where_dense(void **state) {
+    (void)state;
+    enum { D = 8, N = 3000, M = 60 };
+    static float tr[N * D], q[M * D];
+    static int32_t tp[N], qp[M];
+    /* scale 1: LSA around 10; scale 0.3 shifts every LSA by 8 log 0.3 = -9.6, to around 0,
+     * where the relative bound is the hardest (and the inputs whose float tail might move LSA
+     * by 1e-6 of itself are computed again, every kernel exact) */
+    for (int pass = 0; pass < 2; pass++) {
+        float sc = pass ? 0.3f : 1.0f;
+        fl_rng r;
+        fl_rng_seed(&r, 41);
+        for (int i = 0; i < N; i++) {
+            for (int a = 0; a < D; a++) tr[i * D + a] = sc * (1000.0f + fl_rng_normal(&r));
+            if (i < 3) /* the far group */
+                for (int a = 0; a < D; a++) tr[i * D + a] = sc * (1050.0f + 1e-3f * fl_rng_normal(&r));
+            else if (i < 403) /* the dense spot */
+                for (int a = 0; a < D; a++) tr[i * D + a] = sc * (1000.5f + 1e-3f * fl_rng_normal(&r));
+        }
+        for (int i = 0; i < M; i++) {
+            for (int a = 0; a < D; a++) {
+                float base = i < 20 ? 1050.0f : i < 40 ? 1000.5f : 1000.0f;
+                float jit = i < 40 ? 2e-3f : 1.0f;
+                q[i * D + a] = sc * (base + jit * fl_rng_normal(&r));
+            }
+            qp[i] = 0;
+        }
+        kde_ref k;
+        kde_ref_build(&k, tr, N, D);
+        fl_sa_opts o;
+        fl_sa_opts_init(&o, FL_SA_LSA);
+        fl_sa *sa;
+        fl_err e = {0};
+        assert_int_equal(fl_sa_new(tr, tp, N, D, &o, &sa, &e), FL_OK);
+        assert_int_equal(fl_sa_kept(sa), D);
+        double out[M], worst = 0, at_ref = 0, loo[6];
+        int at = -1;
+        assert_int_equal(fl_sa_score(sa, q, qp, M, out, &e), FL_OK);
+        /* the all-exact path (rare on real data) gives the same values */
+        double ex[M];
+        fl__sa_lsa_all_exact(1);
+        assert_int_equal(fl_sa_score(sa, q, qp, M, ex, &e), FL_OK);
+        fl__sa_lsa_all_exact(0);
+        for (int i = 0; i < M; i++)
+            if (!(fabs(ex[i] - out[i]) <= 1e-6 * fabs(out[i])))
+                fail_msg("scale %g, input %d: all exact %.12g, as scored %.12g", sc, i, ex[i], out[i]);
+        for (int i = 0; i < M; i++) {
+            double ref = kde_ref_lsa(&k, q + i * D, -1), err = fabs(out[i] - ref) / fabs(ref);
+            if (err > worst) worst = err, at = i, at_ref = ref;
+        }
+        if (worst > 1e-6)
+            fail_msg("scale %g, input %d: LSA %.12g, reference %.12g (rel. %.2e, the worst)", sc,
+                     at, out[at], at_ref, worst);
+        int64_t idx[6] = {0, 1, 2, 3, 200, 2000};
+        assert_int_equal(fl_sa_score_train(sa, idx, 6, loo, &e), FL_OK);
+        for (int i = 0; i < 6; i++) {
+            double ref = kde_ref_lsa(&k, tr + idx[i] * D, (int)idx[i]);
+            double err = fabs(loo[i] - ref) / fabs(ref);
+            if (err > worst) worst = err;
+            if (err > 1e-6)
+                fail_msg("scale %g, training trace %lld left out: LSA %.12g, reference %.12g "
+                         "(rel. %.2e)", sc, (long long)idx[i], loo[i], ref, err);
+        }
+        print_message("LSA on dense and far traces, scale %g: worst relative error vs double "
+                      "%.2e\n", sc, worst);
+        fl_sa_free(sa);
+    }
 }
 
 static void test_dsa_blocked_vs_brute_force(void **state) {
@@ -801,6 +935,7 @@ static void test_cli(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lsa_matches_scipy),
+        cmocka_unit_test(test_lsa_exact_where_dense),
         cmocka_unit_test(test_dsa_matches_sadl),
         cmocka_unit_test(test_mdsa),
         cmocka_unit_test(test_leave_one_out),

@@ -37,6 +37,7 @@ void fl_sa_free(fl_sa *sa) {
     fl_free(sa->raw);
     fl_free(sa->xg);
     free(sa->xn);
+    fl_free(sa->xd);
     free(sa->gmean);
     free(sa->mu);
     free(sa->W);

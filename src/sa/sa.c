@@ -1,6 +1,7 @@
 /* Surprise adequacy: options, building an fl_sa from training traces (validation, grouping by
  * class, neuron subset, variance threshold), scoring dispatch, and trace collection from a
- * model. The kernels live in sa_gauss.c (LSA, MDSA) and sa_nn.c (DSA). */
+ * model. The kernels live in sa_gauss.c (MDSA, the Gaussian pieces), sa_lsa.c (LSA) and
+ * sa_nn.c (DSA). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

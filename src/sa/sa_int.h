@@ -1,5 +1,5 @@
 /* sa_int.h — the inside of an fl_sa, shared by sa.c (building, validation, dispatch),
- * sa_gauss.c (LSA, MDSA) and sa_nn.c (DSA).
+ * sa_gauss.c (the Gaussian pieces of LSA and MDSA, MDSA), sa_lsa.c (LSA) and sa_nn.c (DSA).
  *
  * Layout. The training traces are kept sorted by predicted class (stably, so within a class
  * they stay in their original order, which is the order sadl's class-filtered arrays have and
@@ -46,8 +46,8 @@ struct fl_sa {
  * c (present), and write out[m]. self (NULL, or [m]) gives, for inputs that are training
  * traces themselves, their sorted row (-1 for none): that row is left out (leave-one-out). */
 
-/* Per-class Gaussian pieces for LSA and MDSA (sa_gauss.c), LSA (sa_lsa.c), MDSA (sa_gauss.c).
- * MDSA ignores self. */
+/* Per-class Gaussian pieces for LSA and MDSA and the MDSA score (sa_gauss.c), the LSA score
+ * (sa_lsa.c). MDSA ignores self. */
 fl_status fl__sa_gauss_build(fl_sa *sa, fl_err *e);
 /* z = W (x - mu), W lower-triangular [d,d]; r: d doubles of scratch. */
 void fl__sa_whiten(const double *W, const double *mu, const float *x, double *r, double *z,

@@ -65,11 +65,12 @@ typedef double v4d __attribute__((vector_size(32)));
 typedef int64_t v4l __attribute__((vector_size(32)));
 typedef float v4f __attribute__((vector_size(16)));
 
-/* d += the eight lanes of f, widened to double. */
-static inline void widen_add(v4d *d, fl__v8f f) {
+/* d += the eight lanes of *f, widened to double (by pointer: a 32-byte vector argument's ABI
+ * differs between AVX and baseline builds). */
+static inline void widen_add(v4d *d, const fl__v8f *f) {
     v4f lo, hi;
-    memcpy(&lo, &f, sizeof lo);
-    memcpy(&hi, (const char *)&f + sizeof lo, sizeof hi);
+    memcpy(&lo, f, sizeof lo);
+    memcpy(&hi, (const char *)f + sizeof lo, sizeof hi);
     d[0] += __builtin_convertvector(lo, v4d);
     d[1] += __builtin_convertvector(hi, v4d);
 }
@@ -111,14 +112,14 @@ static void lsa_tailsum(const float *v, const float *xn, float mn, float lim, in
         acc += term;
         accx += term * w;
         if (++g == LSA_FLUSH) {
-            widen_add(ds, acc);
-            widen_add(dx, accx);
+            widen_add(ds, &acc);
+            widen_add(dx, &accx);
             acc = accx = zero;
             g = 0;
         }
     }
-    widen_add(ds, acc);
-    widen_add(dx, accx);
+    widen_add(ds, &acc);
+    widen_add(dx, &accx);
     v4d sv = ds[0] + ds[1], xv = dx[0] + dx[1];
     double s = sv[0] + sv[1] + sv[2] + sv[3], sx = xv[0] + xv[1] + xv[2] + xv[3];
     if (j < nb) {

@@ -26,6 +26,9 @@ typedef enum fl_status {
     FL_ERR_ARG,         /* bad argument / flag value */
     FL_ERR_NAN,         /* NaN or Inf where finite numbers are required */
     FL_ERR_NOTFOUND,    /* a named thing (layer, file, dataset) does not exist */
+    FL_ERR_DATA,        /* well-formed data that cannot support the computation asked for
+                         * (a singular covariance, too few traces of a class): a runtime
+                         * failure, not a bad argument */
     FL_ERR_COUNT_
 } fl_status;
 
@@ -75,6 +78,13 @@ int fl_parallel_slots(void);
 /* 1 when v is a whole number in [lo, hi] (NaN is not). Check it before casting a double read
  * from an outside file to an integer: an out-of-range cast is undefined behaviour. */
 int fl_whole(double v, double lo, double hi);
+
+/* ---- hashing ------------------------------------------------------------------------------ */
+/* FNV-1a 64 of data[0..n) continuing from h: start with FL_FNV_BASIS, and chain calls to hash
+ * several pieces as one byte string (src/core/hash.c). */
+#define FL_FNV_BASIS 0xcbf29ce484222325ull /* 14695981039346656037 */
+#define FL_FNV_PRIME 0x100000001b3ull      /* 1099511628211 */
+uint64_t fl_fnv1a(uint64_t h, const void *data, size_t n);
 
 /* ---- files --------------------------------------------------------------------------------- */
 /* Read a whole file (gzip-compressed files are inflated when the path ends in ".gz"). */

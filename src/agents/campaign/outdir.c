@@ -51,13 +51,6 @@ fl_status od_prepare(const char *out_dir, int resume, fl_err *e) {
     return FL_OK;
 }
 
-/* FNV-1a, 64 bit: cheap, stable across runs and machines, good enough to tell names apart. */
-static uint64_t fnv1a(const char *s) {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
 void od_file_name(const char *sig, char *buf, size_t n) {
     size_t len = strlen(sig), keep = len <= 120 ? len : 103, k = 0;
     for (size_t i = 0; i < keep && k + 1 < n; i++) {
@@ -67,7 +60,7 @@ void od_file_name(const char *sig, char *buf, size_t n) {
         buf[k++] = ok && !(i == 0 && c == '.') ? c : '_';
     }
     buf[k] = 0;
-    if (len > keep) snprintf(buf + k, n - k, "-%016llx", (unsigned long long)fnv1a(sig));
+    if (len > keep) snprintf(buf + k, n - k, "-%016llx", (unsigned long long)fl_fnv1a(FL_FNV_BASIS, sig, len));
     if (!buf[0]) snprintf(buf, n, "_");
 }
 

@@ -48,11 +48,18 @@ struct fl_otlp_src {
     atomic_long merged, bad;
 };
 
+/* FNV-1a of "trace/parent" with the hex digits in lower case (| 0x20), so that "AB" and "ab"
+ * name the same span. */
+static uint64_t hex_hash(uint64_t h, const char *s) {
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)(*s | 0x20);
+        h = fl_fnv1a(h, &c, 1);
+    }
+    return h;
+}
+
 static uint64_t pair_hash(const char *trace_id, const char *parent_id) {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a over "trace/parent", lower-case hex */
-    for (const char *p = trace_id; *p; p++) h = (h ^ (uint64_t)(unsigned char)(*p | 0x20)) * 1099511628211ull;
-    h = (h ^ '/') * 1099511628211ull;
-    for (const char *p = parent_id; *p; p++) h = (h ^ (uint64_t)(unsigned char)(*p | 0x20)) * 1099511628211ull;
+    uint64_t h = hex_hash(fl_fnv1a(hex_hash(FL_FNV_BASIS, trace_id), "/", 1), parent_id);
     return h | 1; /* 0 marks an empty ring slot */
 }
 

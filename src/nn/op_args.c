@@ -1,4 +1,4 @@
-/* Helpers the op implementations share: axis normalisation, integer inputs (shapes, axes,
+/* Helpers the op implementations share: numpy broadcast shapes, axis normalisation, integer inputs (shapes, axes,
  * pads) read at planning time, and marking which axes an op names. */
 #include <math.h>
 #include <string.h>
@@ -9,6 +9,21 @@
 int fl_norm_axis(int64_t axis, int rank) {
     if (axis < -rank || axis >= rank) return -1;
     return (int)(axis < 0 ? axis + rank : axis);
+}
+
+int fl_broadcast_shape(int64_t *out, int *rank, int ndim, const int64_t *shape) {
+    if (ndim > *rank) {
+        int grow = ndim - *rank;
+        memmove(out + grow, out, sizeof(int64_t) * (size_t)*rank);
+        for (int d = 0; d < grow; d++) out[d] = 1;
+        *rank = ndim;
+    }
+    for (int d = 0; d < ndim; d++) {
+        int64_t v = shape[d], *y = &out[*rank - ndim + d];
+        if (v != 1 && *y != 1 && v != *y) return 0;
+        if (v != 1) *y = v;
+    }
+    return 1;
 }
 
 /* saturate: values beyond +-2^24 become +-2^62 instead of failing (Slice's "to the end"

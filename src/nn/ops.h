@@ -12,6 +12,7 @@ extern const fl_op *const fl_ops_elementwise[]; /* Add, Sub, Mul, Div, Pow, Mod,
                                                    Greater, LessOrEqual, GreaterOrEqual, And,
                                                    Or, Xor (broadcasting) */
 extern const fl_op *const fl_ops_broadcast[];   /* Expand, Tile, Where */
+extern const fl_op *const fl_ops_generate[];    /* ConstantOfShape, Range */
 extern const fl_op *const fl_ops_activation[];  /* Relu, LeakyRelu, Sigmoid, Tanh, Softmax,
                                                    LogSoftmax, Clip, Dropout, Identity */
 extern const fl_op *const fl_ops_norm[];        /* BatchNormalization */

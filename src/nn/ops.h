@@ -13,6 +13,7 @@ extern const fl_op *const fl_ops_elementwise[]; /* Add, Sub, Mul, Div, Pow, Mod,
                                                    Or, Xor (broadcasting) */
 extern const fl_op *const fl_ops_broadcast[];   /* Expand, Tile, Where */
 extern const fl_op *const fl_ops_generate[];    /* ConstantOfShape, Range */
+extern const fl_op *const fl_ops_groupnorm[];   /* InstanceNormalization, GroupNormalization */
 extern const fl_op *const fl_ops_activation[];  /* Relu, LeakyRelu, Sigmoid, Tanh, Softmax,
                                                    LogSoftmax, Clip, Dropout, Identity */
 extern const fl_op *const fl_ops_norm[];        /* BatchNormalization */

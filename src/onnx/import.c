@@ -333,6 +333,7 @@ static const struct { const char *op; int since; } op_since[] = {
     {"Erf", 9},         {"HardSwish", 14}, {"LayerNormalization", 17}, {"Mish", 18},
     {"Gelu", 20},       {"Expand", 8},     {"Where", 9},               {"Mod", 10},
     {"LessOrEqual", 12}, {"GreaterOrEqual", 12}, {"ConstantOfShape", 9}, {"Range", 11},
+    {"GroupNormalization", 18},
 };
 
 static fl_status check_version(loader *L, const Onnx__NodeProto *np, size_t index) {
@@ -405,7 +406,7 @@ static int weight_slot(const char *op, int i) {
     static const struct { const char *op; unsigned mask; } slots[] = {
         {"Conv", 6},   {"ConvTranspose", 6}, {"Gemm", 7}, {"MatMul", 3}, {"BatchNormalization", 6},
         {"Add", 3},    {"Sub", 3},           {"Mul", 3},  {"Div", 3},    {"PRelu", 2},
-        {"LayerNormalization", 6},
+        {"LayerNormalization", 6}, {"InstanceNormalization", 6}, {"GroupNormalization", 6},
     };
     for (size_t k = 0; k < sizeof slots / sizeof slots[0]; k++)
         if (strcmp(slots[k].op, op) == 0) return i < 32 && (slots[k].mask >> i & 1);

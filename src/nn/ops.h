@@ -14,6 +14,7 @@ extern const fl_op *const fl_ops_elementwise[]; /* Add, Sub, Mul, Div, Pow, Mod,
 extern const fl_op *const fl_ops_broadcast[];   /* Expand, Tile, Where */
 extern const fl_op *const fl_ops_generate[];    /* ConstantOfShape, Range */
 extern const fl_op *const fl_ops_groupnorm[];   /* InstanceNormalization, GroupNormalization */
+extern const fl_op *const fl_ops_resize[];      /* Resize, Upsample */
 extern const fl_op *const fl_ops_activation[];  /* Relu, LeakyRelu, Sigmoid, Tanh, Softmax,
                                                    LogSoftmax, Clip, Dropout, Identity */
 extern const fl_op *const fl_ops_norm[];        /* BatchNormalization */

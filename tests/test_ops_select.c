@@ -1,6 +1,7 @@
-/* Ops that repeat, select and compare (src/nn/op_broadcast.c, op_elementwise.c, op_unary.c):
- * Expand, Tile, Where, the comparisons and logical ops, Not and Mod — values against hand
- * computed results, gradients by finite differences, bool outputs, and the errors. */
+/* Ops that repeat, select, scatter and compare (src/nn/op_broadcast.c, op_scatter.c,
+ * op_elementwise.c, op_unary.c): Expand, Tile, Where, ScatterND, the comparisons and logical
+ * ops, Not and Mod — values against hand computed results, gradients by finite differences,
+ * bool outputs, and the errors. */
 #include "opcheck.h"
 
 #define P FL_VAL_PARAM
@@ -132,6 +133,48 @@ static void test_mod(void **state) {
     free_all(2, ins);
 }
 
+/* data [4,2]; rows 1 and -1 (= 3) replaced, or added to */
+static void test_scatternd(void **state) {
+    fl_tensor ins[3] = {T(2, SHP(4, 2), NULL), T(2, SHP(2, 1), VALS(1, -1)),
+                        T(2, SHP(2, 2), VALS(10, 11, 12, 13))};
+    const fl_value_kind k[3] = {I, C, I};
+    fl_model *m = must_run("ScatterND", 3, ins, k, 0, NULL, 16);
+    assert_values(fl_model_output(m, 0), VALS(0, 1, 10, 11, 4, 5, 12, 13));
+    fl_model_free(m);
+    fl_attr add = {.name = "reduction", .type = FL_ATTR_STRING, .s = "add"};
+    m = must_run("ScatterND", 3, ins, k, 1, &add, 16);
+    assert_values(fl_model_output(m, 0), VALS(0, 1, 12, 14, 4, 5, 18, 20));
+    fl_model_free(m);
+    /* full-depth indices [2,2] into [3,2]: single elements, one written twice (the last wins) */
+    fl_rng r;
+    fl_rng_seed(&r, 9);
+    fl_tensor g[3] = {tu_tensor(2, SHP(3, 2), &r, -1, 1), T(2, SHP(3, 2), VALS(2, 1, 0, 0, 2, 1)),
+                      tu_tensor(1, SHP(3), &r, -1, 1)};
+    tu_gradcheck("ScatterND", 3, g, (fl_value_kind[]){I, C, P}, 0, NULL, 1e-3f, 1e-3f);
+    tu_gradcheck("ScatterND", 3, g, (fl_value_kind[]){I, C, P}, 1, &add, 1e-3f, 1e-3f);
+    fl_err e = {0};
+    m = must_run("ScatterND", 3, g, (fl_value_kind[]){I, C, I}, 0, NULL, 16);
+    fl_tensor seed = T(2, SHP(3, 2), VALS(1, 1, 1, 1, 1, 1));
+    int o = m->outputs[0];
+    assert_int_equal(fl_model_backward_idx(m, 1, &o, &seed, &e), FL_OK);
+    assert_values(fl_model_grad(m, "in2"), VALS(0, 1, 1)); /* update 0 is overwritten */
+    assert_values(fl_model_grad(m, "in0"), VALS(0, 1, 1, 1, 1, 0));
+    fl_model_free(m);
+    fl_tensor_free(&seed);
+    /* errors */
+    fl_tensor_free(&ins[1]);
+    ins[1] = T(2, SHP(2, 1), VALS(1, 4));
+    must_fail("ScatterND", 3, ins, k, 0, NULL, 16, FL_ERR_ARG, "index row 1 is out of range");
+    fl_tensor bad = T(2, SHP(2, 3), NULL);
+    must_fail("ScatterND", 3, (fl_tensor[]){ins[0], ins[1], bad}, k, 0, NULL, 16, FL_ERR_SHAPE,
+              "do not fit");
+    fl_attr mul = {.name = "reduction", .type = FL_ATTR_STRING, .s = "mul"};
+    must_fail("ScatterND", 3, ins, k, 1, &mul, 16, FL_ERR_UNSUPPORTED, "reduction 'mul'");
+    fl_tensor_free(&bad);
+    free_all(3, g);
+    free_all(3, ins);
+}
+
 static void test_select_errors(void **state) {
     fl_tensor ex[2] = {T(2, SHP(2, 3), NULL), ints(2, VALS(2, 4))};
     must_fail("Expand", 2, ex, (fl_value_kind[]){I, C}, 0, NULL, 13, FL_ERR_SHAPE,
@@ -158,6 +201,7 @@ int main(void) {
         cmocka_unit_test(test_where_values),   cmocka_unit_test(test_repeat_gradients),
         cmocka_unit_test(test_where_routing),  cmocka_unit_test(test_compare_logic),
         cmocka_unit_test(test_mod),            cmocka_unit_test(test_select_errors),
+        cmocka_unit_test(test_scatternd),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -333,7 +333,7 @@ static const struct { const char *op; int since; } op_since[] = {
     {"Erf", 9},         {"HardSwish", 14}, {"LayerNormalization", 17}, {"Mish", 18},
     {"Gelu", 20},       {"Expand", 8},     {"Where", 9},               {"Mod", 10},
     {"LessOrEqual", 12}, {"GreaterOrEqual", 12}, {"ConstantOfShape", 9}, {"Range", 11},
-    {"GroupNormalization", 18}, {"Resize", 10},
+    {"GroupNormalization", 18}, {"Resize", 10},   {"ScatterND", 11},
 };
 
 static fl_status check_version(loader *L, const Onnx__NodeProto *np, size_t index) {

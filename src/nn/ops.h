@@ -16,6 +16,7 @@ extern const fl_op *const fl_ops_generate[];    /* ConstantOfShape, Range */
 extern const fl_op *const fl_ops_groupnorm[];   /* InstanceNormalization, GroupNormalization */
 extern const fl_op *const fl_ops_resize[];      /* Resize, Upsample */
 extern const fl_op *const fl_ops_scatter[];     /* ScatterND */
+extern const fl_op *const fl_ops_einsum[];      /* Einsum */
 extern const fl_op *const fl_ops_activation[];  /* Relu, LeakyRelu, Sigmoid, Tanh, Softmax,
                                                    LogSoftmax, Clip, Dropout, Identity */
 extern const fl_op *const fl_ops_norm[];        /* BatchNormalization */

@@ -330,10 +330,12 @@ static char *node_name(loader *L, const Onnx__NodeProto *np, size_t index) {
  * do not exist, and a node using one is refused rather than run with semantics the model's
  * opset does not define. */
 static const struct { const char *op; int since; } op_since[] = {
-    {"Erf", 9},         {"HardSwish", 14}, {"LayerNormalization", 17}, {"Mish", 18},
-    {"Gelu", 20},       {"Expand", 8},     {"Where", 9},               {"Mod", 10},
-    {"LessOrEqual", 12}, {"GreaterOrEqual", 12}, {"ConstantOfShape", 9}, {"Range", 11},
-    {"GroupNormalization", 18}, {"Resize", 10},   {"ScatterND", 11},
+    {"Expand", 8},           {"Erf", 9},          {"Where", 9},
+    {"ConstantOfShape", 9},  {"Mod", 10},         {"Resize", 10},
+    {"Range", 11},           {"ScatterND", 11},   {"LessOrEqual", 12},
+    {"GreaterOrEqual", 12},  {"Einsum", 12},      {"HardSwish", 14},
+    {"LayerNormalization", 17}, {"Mish", 18},     {"GroupNormalization", 18},
+    {"Gelu", 20},
 };
 
 static fl_status check_version(loader *L, const Onnx__NodeProto *np, size_t index) {

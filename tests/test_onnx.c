@@ -662,6 +662,63 @@ static void test_fold(void **state) {
     fl_model_free(m);
 }
 
+/* ViT's class token as torch 1.13 exports token.expand(x.size(0), -1, -1): the size [N,-1,-1]
+ * from a Shape chain, -1 replaced by 1 through ConstantOfShape / Mul / Equal / Where, then
+ * Expand(token [1,1,4]) and Concat with x [N,2,4]. The size depends on the batch and no
+ * constant can say "the batch" to Expand, so the chain stays computed and the load works for
+ * any batch. */
+static void test_fold_keeps_expand_shape(void **state) {
+    fl_err e = {0};
+    fl_model *m;
+    builder b;
+    const int64_t xd[3] = {0, 2, 4}, one[1] = {1}, two[1] = {2}, tokd[3] = {1, 1, 4};
+    b_init(&b, 13);
+    b_input(&b, "x", 3, xd);
+    b_init_tensor(&b, "zero", FL_ONNX_INT64, 0, NULL, (const float[]){0});
+    b_init_tensor(&b, "axes", FL_ONNX_INT64, 1, one, (const float[]){0});
+    b_init_tensor(&b, "m1m1", FL_ONNX_INT64, 1, two, (const float[]){-1, -1});
+    b_init_tensor(&b, "flat", FL_ONNX_INT64, 1, one, (const float[]){-1});
+    b_init_tensor(&b, "neg", FL_ONNX_INT64, 0, NULL, (const float[]){-1});
+    b_init_tensor(&b, "token", FL_ONNX_FLOAT, 3, tokd, (const float[]){1, 2, 3, 4});
+    b_node(&b, "Shape", "shape", "x", "s");
+    b_node(&b, "Gather", "gather", "s,zero", "n");
+    b_node(&b, "Unsqueeze", "unsq", "n,axes", "n1");
+    Onnx__NodeProto *c = b_node(&b, "Concat", "concat", "n1,m1m1", "size0");
+    b_attr_int(&b, c, "axis", 0);
+    b_node(&b, "Reshape", "reshape", "size0,flat", "size");
+    b_node(&b, "Shape", "shape2", "size", "ssize");
+    Onnx__NodeProto *k = b_node(&b, "ConstantOfShape", "ones", "ssize", "ones");
+    Onnx__AttributeProto *a = b_attr(&b, k, "value");
+    a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR;
+    a->t = b_tensor(&b, NULL, FL_ONNX_INT64, 1, one, (const float[]){1});
+    b_node(&b, "Mul", "mul", "ones,neg", "negs");
+    b_node(&b, "Equal", "equal", "size,negs", "is_m1");
+    b_node(&b, "Where", "where", "is_m1,ones,size", "size1");
+    b_node(&b, "Expand", "expand", "token,size1", "tokens");
+    c = b_node(&b, "Concat", "cat", "tokens,x", "y");
+    b_attr_int(&b, c, "axis", 1);
+    b_output(&b, "y");
+    if (b_load(&b, &m, &e) != FL_OK) fail_msg("%s", e.msg);
+    assert_int_equal(count_op(m, "Expand"), 1);
+    assert_int_equal(count_op(m, "Where"), 1); /* kept: it computes Expand's shape per batch */
+    for (int64_t batch = 2; batch <= 5; batch += 3) {
+        int64_t shape[3] = {batch, 2, 4};
+        fl_tensor x = tu_tensor(3, shape, NULL, 0, 0);
+        forward_ok(m, &x);
+        const fl_tensor *y = fl_model_output(m, 0);
+        assert_int_equal(y->ndim, 3);
+        assert_int_equal(y->shape[0], batch);
+        assert_int_equal(y->shape[1], 3);
+        assert_float_equal(y->data[(batch - 1) * 12 + 3], 4, 0); /* the last example's token */
+        fl_tensor_free(&x);
+    }
+    int64_t s3[3] = {3, 2, 4};
+    fl_tensor x = tu_tensor(3, s3, NULL, 0, 0);
+    roundtrip(m, &x, "vit_token.onnx");
+    fl_tensor_free(&x);
+    fl_model_free(m);
+}
+
 /* ---- TensorProto files ------------------------------------------------------------------------- */
 static void test_tensor_files(void **state) {
     fl_err e = {0};
@@ -698,6 +755,7 @@ int main(void) {
         cmocka_unit_test(test_roundtrip_parity),    cmocka_unit_test(test_roundtrip_zoo),
         cmocka_unit_test(test_truncated),           cmocka_unit_test(test_corrupted),
         cmocka_unit_test(test_unsupported_op),      cmocka_unit_test(test_bad_graphs),
+        cmocka_unit_test(test_fold_keeps_expand_shape),
         cmocka_unit_test(test_inputs_constants_names), cmocka_unit_test(test_fold),
         cmocka_unit_test(test_tensor_files),
     };

@@ -11,8 +11,12 @@
  * for two batch sizes (3 and 5) and compare. An entry equal in both runs is a constant. An
  * entry that is 3 in one run and 5 in the other, at position 0 of a Reshape's shape whose
  * data input has the batch as its dim 0 in both runs, becomes 0 — ONNX Reshape's "copy this
- * dimension from the input". Anything else that depends on the batch cannot be expressed as
- * a constant, and the load fails saying so.
+ * dimension from the input". A value that depends on the batch otherwise and is read only as
+ * the shape of an op that has no "copy the input's dim" spelling — Expand's shape,
+ * ConstantOfShape's shape, Tile's repeats, Range's bounds (ViT's class token,
+ * `token.expand(n, -1, -1)`) — stays computed: the static nodes it needs are kept and run,
+ * so the op follows the batch. Anything else that depends on the batch cannot be expressed
+ * as a constant, and the load fails saying so.
  *
  * "Static" values are constants and outputs of static nodes; a node is static when it is a
  * Shape (its output depends only on its input's shape) or all its inputs are static. The
@@ -38,6 +42,7 @@ typedef struct folder {
     uint8_t *val_static;  /* per value */
     uint8_t *val_shape;   /* per value: static and computed from some Shape */
     uint8_t *frontier;    /* per value */
+    int kept;             /* frontier values settled as "stays computed" */
     uint8_t *live;        /* per node: still needed after folding */
     uint8_t *need;        /* per value: read by a live node or a graph output */
     int *dtype;           /* per value: ONNX element type of static values */
@@ -162,6 +167,21 @@ static fl_status run_batch(folder *F, int64_t b, int which) {
     return st;
 }
 
+/* Does the non-static node n read v only where an op reads a shape-like value at planning
+ * time and no constant could say "the batch"? */
+static int reads_as_dynamic_shape(const fl_node *n, int v) {
+    static const struct { const char *op; unsigned mask; } readers[] = {
+        {"Expand", 2}, {"ConstantOfShape", 1}, {"Tile", 2}, {"Range", 7},
+    };
+    for (size_t r = 0; r < sizeof readers / sizeof readers[0]; r++) {
+        if (!op_is(n, readers[r].op)) continue;
+        for (int k = 0; k < n->n_in; k++)
+            if (n->in[k] == v && !(k < 32 && (readers[r].mask >> k & 1))) return 0;
+        return 1;
+    }
+    return 0;
+}
+
 /* Decide the constant for frontier value v from both runs (second run's tensor in place). */
 static fl_status settle(folder *F, int v) {
     fl_model *m = F->m;
@@ -171,6 +191,18 @@ static fl_status settle(folder *F, int v) {
     for (int64_t j = 0; same_shape && j < a->size; j++)
         if (a->data[j] != b->data[j]) differ = 1, only0 &= j == 0;
     if (!differ) return FL_OK;
+    int dynamic = 1; /* every non-static reader takes it as a shape it re-reads per plan */
+    for (int i = 0; i < m->n_nodes && dynamic; i++) {
+        const fl_node *n = &m->nodes[i];
+        int reads = 0;
+        for (int k = 0; k < n->n_in; k++) reads |= n->in[k] == v;
+        if (reads && !F->node_static[i]) dynamic = reads_as_dynamic_shape(n, v);
+    }
+    if (dynamic) {
+        F->frontier[v] = 0;
+        F->kept++;
+        return FL_OK;
+    }
     int ok = only0 && a->ndim == 1 && a->data[0] == FOLD_B1 && b->data[0] == FOLD_B2;
     const fl_node *bad = NULL;
     for (int i = 0; i < m->n_nodes && ok; i++) {
@@ -292,6 +324,10 @@ fl_status fl_onnx_fold_shapes(fl_model *m, const char *file, fl_err *e) {
         if (st == FL_OK) st = run_batch(&F, FOLD_B2, 1);
         for (int v = 0; st == FL_OK && v < m->n_values; v++)
             if (F.frontier[v]) st = settle(&F, v);
+        if (st == FL_OK && F.kept) { /* the kept values' static producers are needed again */
+            memset(F.need, 0, nv);
+            mark_live(&F);
+        }
         for (int v = 0; st == FL_OK && v < m->n_values; v++) {
             if (!F.frontier[v]) continue;
             fl_value *x = &m->values[v];

@@ -409,6 +409,7 @@ static int weight_slot(const char *op, int i) {
         {"Conv", 6},   {"ConvTranspose", 6}, {"Gemm", 7}, {"MatMul", 3}, {"BatchNormalization", 6},
         {"Add", 3},    {"Sub", 3},           {"Mul", 3},  {"Div", 3},    {"PRelu", 2},
         {"LayerNormalization", 6}, {"InstanceNormalization", 6}, {"GroupNormalization", 6},
+        {"Expand", 1}, {"Tile", 1}, /* ViT's class token, expanded over the batch */
     };
     for (size_t k = 0; k < sizeof slots / sizeof slots[0]; k++)
         if (strcmp(slots[k].op, op) == 0) return i < 32 && (slots[k].mask >> i & 1);

@@ -11,12 +11,13 @@
  * for two batch sizes (3 and 5) and compare. An entry equal in both runs is a constant. An
  * entry that is 3 in one run and 5 in the other, at position 0 of a Reshape's shape whose
  * data input has the batch as its dim 0 in both runs, becomes 0 — ONNX Reshape's "copy this
- * dimension from the input". A value that depends on the batch otherwise and is read only as
- * the shape of an op that has no "copy the input's dim" spelling — Expand's shape,
- * ConstantOfShape's shape, Tile's repeats, Range's bounds (ViT's class token,
- * `token.expand(n, -1, -1)`) — stays computed: the static nodes it needs are kept and run,
- * so the op follows the batch. Anything else that depends on the batch cannot be expressed
- * as a constant, and the load fails saying so.
+ * dimension from the input". A value that depends on the batch otherwise, and is read only
+ * as a shape the reading op takes when it is planned — Expand's, ConstantOfShape's and
+ * Reshape's shape, Tile's repeats, Range's bounds, Slice's starts / ends / axes / steps,
+ * Resize's sizes, Split's sizes, Pad's pads — stays computed: the static nodes it needs are
+ * kept and run, and the op follows the batch (ViT's class token `token.expand(n, -1, -1)`,
+ * attention's `q.view(L, n * heads, d)`). A batch-dependent value read as data cannot be a
+ * constant, and the load fails saying so.
  *
  * "Static" values are constants and outputs of static nodes; a node is static when it is a
  * Shape (its output depends only on its input's shape) or all its inputs are static. The
@@ -167,11 +168,12 @@ static fl_status run_batch(folder *F, int64_t b, int which) {
     return st;
 }
 
-/* Does the non-static node n read v only where an op reads a shape-like value at planning
- * time and no constant could say "the batch"? */
+/* Does the non-static node n read v only as a shape-like input it reads when planned (so a
+ * value computed per batch is fine)? */
 static int reads_as_dynamic_shape(const fl_node *n, int v) {
     static const struct { const char *op; unsigned mask; } readers[] = {
-        {"Expand", 2}, {"ConstantOfShape", 1}, {"Tile", 2}, {"Range", 7},
+        {"Expand", 2}, {"ConstantOfShape", 1}, {"Tile", 2}, {"Range", 7}, {"Reshape", 2},
+        {"Slice", 30}, {"Resize", 8}, {"Split", 2}, {"Pad", 2},
     };
     for (size_t r = 0; r < sizeof readers / sizeof readers[0]; r++) {
         if (!op_is(n, readers[r].op)) continue;
@@ -191,38 +193,33 @@ static fl_status settle(folder *F, int v) {
     for (int64_t j = 0; same_shape && j < a->size; j++)
         if (a->data[j] != b->data[j]) differ = 1, only0 &= j == 0;
     if (!differ) return FL_OK;
+    int ok = only0 && a->ndim == 1 && a->data[0] == FOLD_B1 && b->data[0] == FOLD_B2;
     int dynamic = 1; /* every non-static reader takes it as a shape it re-reads per plan */
-    for (int i = 0; i < m->n_nodes && dynamic; i++) {
+    const fl_node *bad = NULL;
+    for (int i = 0; i < m->n_nodes && (ok || dynamic); i++) {
         const fl_node *n = &m->nodes[i];
         int reads = 0;
         for (int k = 0; k < n->n_in; k++) reads |= n->in[k] == v;
-        if (reads && !F->node_static[i]) dynamic = reads_as_dynamic_shape(n, v);
+        if (!reads || F->node_static[i]) continue;
+        ok = ok && op_is(n, "Reshape") && n->n_in >= 2 && n->in[1] == v && n->in[0] != v &&
+             fl_node_attr_int(n, "allowzero", 0) == 0 && F->dim0[0][i] == FOLD_B1 &&
+             F->dim0[1][i] == FOLD_B2;
+        dynamic = dynamic && reads_as_dynamic_shape(n, v);
+        if (!dynamic) bad = n;
+    }
+    if (ok) {
+        b->data[0] = 0; /* Reshape: copy dim 0 from the input */
+        return FL_OK;
     }
     if (dynamic) {
         F->frontier[v] = 0;
         F->kept++;
         return FL_OK;
     }
-    int ok = only0 && a->ndim == 1 && a->data[0] == FOLD_B1 && b->data[0] == FOLD_B2;
-    const fl_node *bad = NULL;
-    for (int i = 0; i < m->n_nodes && ok; i++) {
-        const fl_node *n = &m->nodes[i];
-        int reads = 0;
-        for (int k = 0; k < n->n_in; k++) reads |= n->in[k] == v;
-        if (!reads || F->node_static[i]) continue;
-        ok = op_is(n, "Reshape") && n->n_in >= 2 && n->in[1] == v && n->in[0] != v &&
-             fl_node_attr_int(n, "allowzero", 0) == 0 && F->dim0[0][i] == FOLD_B1 &&
-             F->dim0[1][i] == FOLD_B2;
-        if (!ok) bad = n;
-    }
-    if (!ok)
-        return fl_fail(F->e, FL_ERR_UNSUPPORTED,
-                       "%s: cannot fold shape computation '%s'%s%s%s: it depends on the batch size "
-                       "other than as the first entry of a Reshape shape", F->file,
-                       m->values[v].name, bad ? " (read by node '" : "", bad ? bad->name : "",
-                       bad ? "')" : "");
-    b->data[0] = 0; /* Reshape: copy dim 0 from the input */
-    return FL_OK;
+    return fl_fail(F->e, FL_ERR_UNSUPPORTED,
+                   "%s: cannot fold shape computation '%s'%s%s%s: it depends on the batch size "
+                   "and is read as data, not as a shape", F->file, m->values[v].name,
+                   bad ? " (read by node '" : "", bad ? bad->name : "", bad ? "')" : "");
 }
 
 /* ---- deleting nodes and values ------------------------------------------------------------------ */

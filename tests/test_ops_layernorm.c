@@ -147,6 +147,7 @@ static void test_groupnorm_errors(void **state) {
     must_fail("GroupNormalization", 3, ins, k, 0, NULL, 21, FL_ERR_FORMAT, "num_groups");
     must_fail("InstanceNormalization", 2, ins, k, 0, NULL, 13, FL_ERR_FORMAT, "inputs");
     fl_tensor bad = T(1, SHP(3), NULL);
+    fl_tensor_free(&ins[1]);
     ins[1] = bad;
     must_fail("InstanceNormalization", 3, ins, k, 0, NULL, 13, FL_ERR_SHAPE, "scale has shape [3]");
     fl_tensor_free(&ins[0]), fl_tensor_free(&bad), fl_tensor_free(&ins[2]);

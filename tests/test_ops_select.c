@@ -181,6 +181,16 @@ static void test_select_errors(void **state) {
               "does not broadcast to [2,4]");
     ex[1].data[1] = -1;
     must_fail("Expand", 2, ex, (fl_value_kind[]){I, C}, 0, NULL, 13, FL_ERR_SHAPE, "negative");
+    /* sizes read as values are bounded before anything is allocated */
+    fl_tensor big[2] = {T(1, SHP(1), NULL), ints(3, VALS(1 << 20, 1 << 20, 1 << 20))};
+    must_fail("Expand", 2, big, (fl_value_kind[]){I, C}, 0, NULL, 13, FL_ERR_SHAPE, "2^40");
+    must_fail("ConstantOfShape", 1, &big[1], (fl_value_kind[]){C}, 0, NULL, 13, FL_ERR_SHAPE, "2^40");
+    fl_tensor_free(&big[1]);
+    big[1] = ints(1, VALS(1 << 23));
+    fl_tensor_free(&big[0]);
+    big[0] = T(1, SHP(1 << 18), NULL);
+    must_fail("Tile", 2, big, (fl_value_kind[]){I, C}, 0, NULL, 13, FL_ERR_SHAPE, "2^40");
+    free_all(2, big);
     fl_tensor ti[2] = {T(2, SHP(2, 3), NULL), ints(1, VALS(2))};
     must_fail("Tile", 2, ti, (fl_value_kind[]){I, C}, 0, NULL, 13, FL_ERR_SHAPE,
               "1 repeats for an input of rank 2");

@@ -26,6 +26,15 @@ int fl_broadcast_shape(int64_t *out, int *rank, int ndim, const int64_t *shape) 
     return 1;
 }
 
+fl_status fl_node_check_size(const fl_node *n, int ndim, const int64_t *shape, fl_err *e) {
+    int64_t size = 1;
+    for (int d = 0; d < ndim; d++)
+        if (__builtin_mul_overflow(size, shape[d], &size) || size > ((int64_t)1 << 40))
+            return fl_fail(e, FL_ERR_SHAPE, "node '%s' (%s): the output would have more than 2^40 "
+                           "elements", n->name, n->op->name);
+    return FL_OK;
+}
+
 /* saturate: values beyond +-2^24 become +-2^62 instead of failing (Slice's "to the end"
  * INT64_MAX, which the float store holds only approximately). */
 static fl_status read_ints(const fl_node *n, const fl_tensor *t, const char *what, int max,

@@ -74,6 +74,7 @@ static fl_status expand_shape(fl_model *m, fl_node *n, fl_err *e) {
         return fl_fail(e, FL_ERR_SHAPE, "node '%s' (Expand): input %s does not broadcast to %s]",
                        n->name, fl_shape_str(x, a, sizeof a), b);
     }
+    if ((st = fl_node_check_size(n, r, ys, e)) != FL_OK) return st;
     fl_node_set_out_shape(m, n, 0, r, ys);
     return fl_imap_broadcast(&((rep_state *)n->state)->im[0], r, ys, x->ndim, x->shape, e);
 }
@@ -94,8 +95,10 @@ static fl_status tile_shape(fl_model *m, fl_node *n, fl_err *e) {
         if (rep[d] < 0)
             return fl_fail(e, FL_ERR_SHAPE, "node '%s' (Tile): repeats[%d] = %lld is negative",
                            n->name, d, (long long)rep[d]);
-        ys[d] = x->shape[d] * rep[d];
+        if (__builtin_mul_overflow(x->shape[d], rep[d], &ys[d]))
+            return fl_fail(e, FL_ERR_SHAPE, "node '%s' (Tile): the output is too large", n->name);
     }
+    if ((st = fl_node_check_size(n, nd, ys, e)) != FL_OK) return st;
     fl_node_set_out_shape(m, n, 0, nd, ys);
     fl_imap *im = &((rep_state *)n->state)->im[0];
     if ((st = fl_imap_plan(im, nd, ys, e)) != FL_OK) return st;

@@ -53,6 +53,7 @@ static fl_status cos_shape(fl_model *m, fl_node *n, fl_err *e) {
         if (shp[d] < 0)
             return fl_fail(e, FL_ERR_SHAPE, "node '%s' (ConstantOfShape): shape[%d] = %lld is "
                            "negative", n->name, d, (long long)shp[d]);
+    if ((st = fl_node_check_size(n, nd, shp, e)) != FL_OK) return st;
     fl_node_set_out_shape(m, n, 0, nd, shp);
     return FL_OK;
 }

@@ -262,6 +262,7 @@ static fl_status resize_shape(fl_model *m, fl_node *n, fl_err *e) {
     double scale[FL_MAX_DIMS];
     int64_t out[FL_MAX_DIMS];
     fl_status st = read_sizes(m, n, x, scale, out, e);
+    if (st == FL_OK) st = fl_node_check_size(n, x->ndim, out, e);
     if (st != FL_OK) return st;
     fl_node_set_out_shape(m, n, 0, x->ndim, out);
     /* one pass per dim that changes; an input dim of 0 gives an empty output, nothing to do */

@@ -44,6 +44,10 @@ void fl_node_set_out_shape(fl_model *m, fl_node *n, int i, int ndim, const int64
  * leading 1s when shorter). Returns 0, leaving out unusable, when a dim is neither 1 nor
  * equal to out's. */
 int fl_broadcast_shape(int64_t *out, int *rank, int ndim, const int64_t *shape);
+/* Fail naming the node when a shape computed from input values (Expand's, Tile's, ...) has
+ * more than 2^40 elements: no such tensor can be allocated, and the product of eight dims
+ * read as values could overflow int64. */
+fl_status fl_node_check_size(const fl_node *n, int ndim, const int64_t *shape, fl_err *e);
 /* Map axis in [-rank, rank) to [0, rank); -1 when out of range. */
 int fl_norm_axis(int64_t axis, int rank);
 /* Read a 0-D or 1-D integer tensor (stored as floats) of at most `max` entries into out, e.g.

@@ -1,5 +1,6 @@
-/* Helpers the op implementations share: numpy broadcast shapes, axis normalisation, integer inputs (shapes, axes,
- * pads) read at planning time, and marking which axes an op names. */
+/* Helpers the op implementations share: numpy broadcast shapes, axis normalisation, integer
+ * inputs (shapes, axes, pads) read at planning time and the size of shapes built from them,
+ * and marking which axes an op names. */
 #include <math.h>
 #include <string.h>
 

@@ -46,7 +46,8 @@ static fl_status rep_init(fl_model *m, fl_node *n, int n_in, fl_err *e) {
 
 /* y = x through the map; dx += dy scattered back. */
 static void map_forward(fl_model *m, fl_node *n) {
-    fl_imap_forward(&((rep_state *)n->state)->im[0], fl_in(m, n, 0)->data, fl_out(m, n, 0)->data, 0);
+    rep_state *s = n->state;
+    fl_imap_forward(&s->im[0], fl_in(m, n, 0)->data, fl_out(m, n, 0)->data, 0);
 }
 static void map_backward(fl_model *m, fl_node *n) {
     fl_tensor *dx = fl_gin(m, n, 0);
@@ -70,7 +71,8 @@ static fl_status expand_shape(fl_model *m, fl_node *n, fl_err *e) {
     if (!fl_broadcast_shape(ys, &r, x->ndim, x->shape) || !fl_broadcast_shape(ys, &r, nd, req)) {
         char b[128] = "[";
         for (int d = 0; d < nd; d++)
-            snprintf(b + strlen(b), sizeof b - strlen(b), "%s%lld", d ? "," : "", (long long)req[d]);
+            snprintf(b + strlen(b), sizeof b - strlen(b), "%s%lld", d ? "," : "",
+                     (long long)req[d]);
         return fl_fail(e, FL_ERR_SHAPE, "node '%s' (Expand): input %s does not broadcast to %s]",
                        n->name, fl_shape_str(x, a, sizeof a), b);
     }

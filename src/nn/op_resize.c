@@ -96,7 +96,8 @@ static fl_status resize_init(fl_model *m, fl_node *n, fl_err *e) {
     int min_in = upsample && m->opset < 9 ? 1 : 2, max_in = legacy ? min_in : 4;
     if (m->opset >= 13 && !legacy) min_in = 1;
     fl_status st = fl_node_check_arity(n, min_in, max_in, 1, 1, e);
-    if (st == FL_OK) st = fl_node_check_attrs(n, upsample ? known_up : legacy ? known_10 : known, e);
+    const char *const *attrs = upsample ? known_up : legacy ? known_10 : known;
+    if (st == FL_OK) st = fl_node_check_attrs(n, attrs, e);
     if (st != FL_OK) return st;
     resize_state *s = fl_alloc(sizeof *s);
     if (!s) return fl_fail(e, FL_ERR_NOMEM, "out of memory");

@@ -40,7 +40,8 @@ static fl_status scatter_init(fl_model *m, fl_node *n, fl_err *e) {
     if (st != FL_OK) return st;
     for (int i = 0; i < 3; i++)
         if (n->in[i] < 0)
-            return fl_fail(e, FL_ERR_FORMAT, "node '%s' (ScatterND): input %d is missing", n->name, i);
+            return fl_fail(e, FL_ERR_FORMAT, "node '%s' (ScatterND): input %d is missing",
+                           n->name, i);
     scatter_state *s = fl_alloc(sizeof *s);
     if (!s) return fl_fail(e, FL_ERR_NOMEM, "out of memory");
     n->state = s;

@@ -5,8 +5,8 @@
  * A test is SKIPPED, with the reason, when flare declines it for a documented reason: the load
  * fails with FL_ERR_UNSUPPORTED (an operator, attribute, data type or opset flare does not
  * handle), an input or output has an element type flare does not hold (flare's tensors are
- * float; bool and the integers up to int64 but uint32/uint64 are stored as floats), or the data has non-finite inputs (flare
- * rejects them by design). Anything else that goes wrong is a FAILURE.
+ * float; bool and the integers up to int64 but uint32/uint64 are stored as floats), or the
+ * data has non-finite inputs (flare rejects them by design). Anything else that goes wrong is a FAILURE.
  */
 #include <math.h>
 #include <stdarg.h>

@@ -761,6 +761,24 @@ static void test_tensor_files(void **state) {
         assert_memory_equal(t.data, r.data, sizeof v);
         fl_tensor_free(&r);
     }
+    /* bool and the small integer types: written in their own width, clamped to their range */
+    const struct { int dt; float want[6]; } small[] = {
+        {FL_ONNX_BOOL, {1, 1, 1, 1, 1, 0}},
+        {FL_ONNX_INT8, {1, -2, 3, 127, -128, 0}},
+        {FL_ONNX_UINT8, {1, 0, 3, 255, 0, 0}},
+        {FL_ONNX_INT16, {1, -2, 3, 32767, -32768, 0}},
+        {FL_ONNX_UINT16, {1, 0, 3, 40000, 0, 0}},
+    };
+    for (size_t k = 0; k < sizeof small / sizeof small[0]; k++) {
+        int got = -1;
+        assert_true(fl_onnx_dtype_supported(small[k].dt));
+        assert_int_equal(fl_onnx_write_tensor(tmp("t.pb"), &t, small[k].dt, "t", &e), FL_OK);
+        assert_int_equal(fl_onnx_read_tensor(tmp("t.pb"), &r, &got, &e), FL_OK);
+        assert_int_equal(got, small[k].dt);
+        assert_memory_equal(r.data, small[k].want, sizeof v);
+        fl_tensor_free(&r);
+    }
+    assert_false(fl_onnx_dtype_supported(11)); /* double */
     t.data[0] = 2.6f; /* integers are rounded */
     assert_int_equal(fl_onnx_write_tensor(tmp("t.pb"), &t, FL_ONNX_INT64, "t", &e), FL_OK);
     assert_int_equal(fl_onnx_read_tensor(tmp("t.pb"), &r, NULL, &e), FL_OK);

@@ -175,6 +175,29 @@ static void test_scatternd(void **state) {
     free_all(3, ins);
 }
 
+/* Integer Div truncates, also after arithmetic that keeps the int64 type: (7 * 1) / 2 = 3
+ * while the same on floats is 3.5. */
+static void test_integer_div(void **state) {
+    for (int dt = 1; dt <= 7; dt += 6) {
+        fl_err e = {0};
+        fl_model *m = fl_model_new();
+        fl_tensor a = T(1, SHP(2), VALS(7, -7)), one = T(0, NULL, VALS(1)), two = T(0, NULL, VALS(2));
+        int va = fl_model_add_value(m, "a", I, &a, &e), v1 = fl_model_add_value(m, "one", C, &one, &e);
+        int v2 = fl_model_add_value(m, "two", C, &two, &e);
+        m->values[va].onnx_dtype = m->values[v1].onnx_dtype = m->values[v2].onnx_dtype = dt;
+        int p = fl_model_add_op(m, "Mul", "mul", 2, (int[]){va, v1}, 0, NULL, &e);
+        int q = fl_model_add_op(m, "Div", "div", 2, (int[]){p, v2}, 0, NULL, &e);
+        assert_true(p >= 0 && q >= 0);
+        assert_int_equal(m->values[p].onnx_dtype, dt);
+        assert_int_equal(fl_model_set_io(m, 1, &va, 1, &q, &e), FL_OK);
+        assert_int_equal(fl_model_finish(m, &e), FL_OK);
+        assert_int_equal(fl_model_forward(m, &a, &e), FL_OK);
+        assert_values(fl_model_output(m, 0), dt == 7 ? VALS(3, -3) : VALS(3.5f, -3.5f));
+        fl_model_free(m);
+        fl_tensor_free(&a), fl_tensor_free(&one), fl_tensor_free(&two);
+    }
+}
+
 static void test_select_errors(void **state) {
     fl_tensor ex[2] = {T(2, SHP(2, 3), NULL), ints(2, VALS(2, 4))};
     must_fail("Expand", 2, ex, (fl_value_kind[]){I, C}, 0, NULL, 13, FL_ERR_SHAPE,
@@ -211,7 +234,7 @@ int main(void) {
         cmocka_unit_test(test_where_values),   cmocka_unit_test(test_repeat_gradients),
         cmocka_unit_test(test_where_routing),  cmocka_unit_test(test_compare_logic),
         cmocka_unit_test(test_mod),            cmocka_unit_test(test_select_errors),
-        cmocka_unit_test(test_scatternd),
+        cmocka_unit_test(test_scatternd),      cmocka_unit_test(test_integer_div),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -69,8 +69,9 @@ static fl_status bin_init(fl_model *m, fl_node *n, fl_err *e) {
     int dt = n->in[0] >= 0 ? m->values[n->in[0]].onnx_dtype : 1;
     if (kind == EW_DIV && dt >= 2 && dt <= 7) kind = EW_IDIV;
     s->kind = kind;
-    if (kind >= EW_EQ) m->values[n->out[0]].onnx_dtype = 9; /* bool */
-    else if (kind >= EW_MOD) m->values[n->out[0]].onnx_dtype = dt;
+    /* bool for predicates, else the inputs' type: int64 stays int64 along a shape chain, so
+     * that a Div further down truncates */
+    m->values[n->out[0]].onnx_dtype = kind >= EW_EQ ? 9 : dt;
     return FL_OK;
 }
 

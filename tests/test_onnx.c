@@ -745,6 +745,42 @@ static void test_fold_keeps_expand_shape(void **state) {
     fl_model_free(m);
 }
 
+/* A Reshape shape [N,-1] that is also read by a chain which stays computed (Max -> Expand's
+ * shape) keeps its batch entry: folding it to [0,-1] would make the Expand [1,4], not [N,4]. */
+static void test_fold_shared_reshape_shape(void **state) {
+    fl_err e = {0};
+    fl_model *m;
+    builder b;
+    const int64_t one[1] = {1}, two[1] = {2}, tokd[2] = {1, 4};
+    b_init(&b, 13);
+    b_input(&b, "x", 2, x_dims);
+    b_init_tensor(&b, "zero", FL_ONNX_INT64, 0, NULL, (const float[]){0});
+    b_init_tensor(&b, "axes", FL_ONNX_INT64, 1, one, (const float[]){0});
+    b_init_tensor(&b, "minus1", FL_ONNX_INT64, 1, one, (const float[]){-1});
+    b_init_tensor(&b, "floor", FL_ONNX_INT64, 1, two, (const float[]){1, 1});
+    b_init_tensor(&b, "token", FL_ONNX_FLOAT, 2, tokd, (const float[]){1, 2, 3, 4});
+    b_node(&b, "Shape", "shape", "x", "s");
+    b_node(&b, "Gather", "gather", "s,zero", "n");
+    b_node(&b, "Unsqueeze", "unsq", "n,axes", "n1");
+    Onnx__NodeProto *c = b_node(&b, "Concat", "concat", "n1,minus1", "shp");
+    b_attr_int(&b, c, "axis", 0);
+    b_node(&b, "Reshape", "reshape", "x,shp", "xr");
+    b_node(&b, "Max", "max", "shp,floor", "eshape");
+    b_node(&b, "Expand", "expand", "token,eshape", "tokens");
+    c = b_node(&b, "Concat", "cat", "xr,tokens", "y");
+    b_attr_int(&b, c, "axis", 0);
+    b_output(&b, "y");
+    if (b_load(&b, &m, &e) != FL_OK) fail_msg("%s", e.msg);
+    for (int64_t batch = 2; batch <= 3; batch++) {
+        int64_t shape[2] = {batch, 4};
+        fl_tensor x = tu_tensor(2, shape, NULL, 0, 0);
+        forward_ok(m, &x);
+        assert_int_equal(fl_model_output(m, 0)->shape[0], 2 * batch);
+        fl_tensor_free(&x);
+    }
+    fl_model_free(m);
+}
+
 /* ---- TensorProto files ------------------------------------------------------------------------- */
 static void test_tensor_files(void **state) {
     fl_err e = {0};
@@ -800,6 +836,7 @@ int main(void) {
         cmocka_unit_test(test_truncated),           cmocka_unit_test(test_corrupted),
         cmocka_unit_test(test_unsupported_op),      cmocka_unit_test(test_bad_graphs),
         cmocka_unit_test(test_fold_keeps_expand_shape),
+        cmocka_unit_test(test_fold_shared_reshape_shape),
         cmocka_unit_test(test_inputs_constants_names), cmocka_unit_test(test_fold),
         cmocka_unit_test(test_tensor_files),
     };

@@ -43,6 +43,7 @@ typedef struct folder {
     uint8_t *val_static;  /* per value */
     uint8_t *val_shape;   /* per value: static and computed from some Shape */
     uint8_t *frontier;    /* per value */
+    uint8_t *zero0;       /* per value: settled as a Reshape shape whose entry 0 becomes 0 */
     int kept;             /* frontier values settled as "stays computed" */
     uint8_t *live;        /* per node: still needed after folding */
     uint8_t *need;        /* per value: read by a live node or a graph output */
@@ -205,10 +206,10 @@ static fl_status settle(folder *F, int v) {
              fl_node_attr_int(n, "allowzero", 0) == 0 && F->dim0[0][i] == FOLD_B1 &&
              F->dim0[1][i] == FOLD_B2;
         dynamic = dynamic && reads_as_dynamic_shape(n, v);
-        if (!dynamic) bad = n;
+        if (!dynamic && !bad) bad = n;
     }
-    if (ok) {
-        b->data[0] = 0; /* Reshape: copy dim 0 from the input */
+    if (ok) { /* entry 0 becomes 0 (Reshape: copy dim 0) once no kept chain reads it */
+        F->zero0[v] = 1;
         return FL_OK;
     }
     if (dynamic) {
@@ -302,13 +303,14 @@ fl_status fl_onnx_fold_shapes(fl_model *m, const char *file, fl_err *e) {
     F.val_static = calloc(nv, 1);
     F.val_shape = calloc(nv, 1);
     F.frontier = calloc(nv, 1);
+    F.zero0 = calloc(nv, 1);
     F.need = calloc(nv, 1);
     F.dtype = calloc(nv, sizeof(int));
     F.dim0[0] = calloc(nn, sizeof(int64_t));
     F.dim0[1] = calloc(nn, sizeof(int64_t));
     F.first = calloc(nv, sizeof(fl_tensor));
     fl_status st = FL_OK;
-    if (!F.node_static || !F.live || !F.val_static || !F.val_shape || !F.frontier || !F.need ||
+    if (!F.node_static || !F.live || !F.val_static || !F.val_shape || !F.frontier || !F.zero0 || !F.need ||
         !F.dtype || !F.dim0[0] || !F.dim0[1] || !F.first)
         st = fl_fail(e, FL_ERR_NOMEM, "%s: out of memory folding shapes", file);
     if (st == FL_OK) mark_static(&F);
@@ -321,10 +323,20 @@ fl_status fl_onnx_fold_shapes(fl_model *m, const char *file, fl_err *e) {
         if (st == FL_OK) st = run_batch(&F, FOLD_B2, 1);
         for (int v = 0; st == FL_OK && v < m->n_values; v++)
             if (F.frontier[v]) st = settle(&F, v);
-        if (st == FL_OK && F.kept) { /* the kept values' static producers are needed again */
+        /* the kept values' static producers are needed again; a Reshape shape that a live
+         * static node reads must keep its batch entry, so it is kept too (Reshape re-reads it) */
+        for (int changed = 1; st == FL_OK && changed;) {
             memset(F.need, 0, nv);
             mark_live(&F);
+            changed = 0;
+            for (int i = 0; i < m->n_nodes; i++)
+                for (int k = 0; F.live[i] && F.node_static[i] && k < m->nodes[i].n_in; k++) {
+                    int u = m->nodes[i].in[k];
+                    if (u >= 0 && F.zero0[u]) F.zero0[u] = F.frontier[u] = 0, changed = 1;
+                }
         }
+        for (int v = 0; st == FL_OK && v < m->n_values; v++)
+            if (F.zero0[v]) m->values[v].t.data[0] = 0;
         for (int v = 0; st == FL_OK && v < m->n_values; v++) {
             if (!F.frontier[v]) continue;
             fl_value *x = &m->values[v];
@@ -337,7 +349,7 @@ fl_status fl_onnx_fold_shapes(fl_model *m, const char *file, fl_err *e) {
     }
     for (size_t v = 0; F.first && v < nv; v++) fl_tensor_free(&F.first[v]);
     free(F.node_static), free(F.live), free(F.val_static), free(F.val_shape), free(F.frontier);
-    free(F.need), free(F.dtype);
+    free(F.need), free(F.dtype), free(F.zero0);
     free(F.dim0[0]), free(F.dim0[1]), free(F.first);
     return st;
 }

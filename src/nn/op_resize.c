@@ -47,8 +47,8 @@ typedef struct resize_state {
     int n_attr_scales;
     int n_pass;
     pass p[FL_MAX_DIMS];
-    float *buf;         /* pass outputs but the last, then their gradients */
-    int64_t buf_half, cap;
+    float *buf;         /* [2 * cap]: the pass outputs but the last, then their gradients */
+    int64_t cap;
     void *tables;       /* every pass's idx and w, one block */
     int64_t tables_cap;
 } resize_state;
@@ -297,7 +297,6 @@ static fl_status resize_shape(fl_model *m, fl_node *n, fl_err *e) {
             return fl_fail(e, FL_ERR_NOMEM, "out of memory");
         s->cap = bufsz;
     }
-    s->buf_half = s->cap;
     int64_t *ip = s->tables;
     float *wp = (float *)(ip + table);
     for (int k = 0; k < s->n_pass; k++) {
@@ -314,7 +313,7 @@ static float *pass_buf(resize_state *s, int k, int grad) {
     if (k == s->n_pass - 1) return NULL; /* the output (or its gradient): the caller's */
     int64_t off = 0;
     for (int j = 0; j < k; j++) off += s->p[j].outer * s->p[j].out * s->p[j].inner;
-    return s->buf + (grad ? s->buf_half : 0) + off;
+    return s->buf + (grad ? s->cap : 0) + off;
 }
 
 static void pass_forward(const pass *p, const float *x, float *y) {

@@ -330,7 +330,12 @@ static char *node_name(loader *L, const Onnx__NodeProto *np, size_t index) {
  * do not exist, and a node using one is refused rather than run with semantics the model's
  * opset does not define. */
 static const struct { const char *op; int since; } op_since[] = {
-    {"Erf", 9}, {"HardSwish", 14}, {"LayerNormalization", 17}, {"Mish", 18}, {"Gelu", 20},
+    {"Expand", 8},           {"Erf", 9},          {"Where", 9},
+    {"ConstantOfShape", 9},  {"Mod", 10},         {"Resize", 10},
+    {"Range", 11},           {"ScatterND", 11},   {"LessOrEqual", 12},
+    {"GreaterOrEqual", 12},  {"Einsum", 12},      {"HardSwish", 14},
+    {"LayerNormalization", 17}, {"Mish", 18},     {"GroupNormalization", 18},
+    {"Gelu", 20},
 };
 
 static fl_status check_version(loader *L, const Onnx__NodeProto *np, size_t index) {
@@ -403,7 +408,8 @@ static int weight_slot(const char *op, int i) {
     static const struct { const char *op; unsigned mask; } slots[] = {
         {"Conv", 6},   {"ConvTranspose", 6}, {"Gemm", 7}, {"MatMul", 3}, {"BatchNormalization", 6},
         {"Add", 3},    {"Sub", 3},           {"Mul", 3},  {"Div", 3},    {"PRelu", 2},
-        {"LayerNormalization", 6},
+        {"LayerNormalization", 6}, {"InstanceNormalization", 6}, {"GroupNormalization", 6},
+        {"Expand", 1}, {"Tile", 1}, /* ViT's class token, expanded over the batch */
     };
     for (size_t k = 0; k < sizeof slots / sizeof slots[0]; k++)
         if (strcmp(slots[k].op, op) == 0) return i < 32 && (slots[k].mask >> i & 1);

@@ -16,7 +16,7 @@
 # 4. a long campaign (--max-suite 3000) whose failures `flare nn retrain` fine-tunes on:
 #    clean accuracy and accuracy on held-out failures, before and after;
 # 5. with `flare nn quality` (when this build has it): IS and FID of the fuzzgan suite, of
-#    deephunter's and dlfuzz's failures (60 s campaigns from 100 test seeds) and of real test
+#    deephunter's and dlfuzz's failures (300 000-execution campaigns from 100 test seeds) and of real test
 #    images, features from the LeNet-5's penultimate layer.
 # Results: OUT/ARCH/*.json and OUT/results.md (Markdown, printed at the end).
 set -eu
@@ -57,35 +57,38 @@ for arch in lenet1 lenet5; do
   $flare nn retrain -m "$d/m.onnx" -x "$d/long" -o "$d/retrained.onnx" -q >"$d/retrain.txt" 2>&1 || true
   py '
 import json, statistics as st, sys
-arch, acc, last, tsv, secs, epochs, retrain = sys.argv[1:8]
+arch, acc, last, tsv, secs, epochs, retrain, longsum = sys.argv[1:9]
 L = json.loads(last)
-mis, tact, ract = L["misclass"], L["target_act"], L["real_act"]
+mis, tact, ract, traw, rraw = L["misclass"], L["target_act"], L["real_act"], L["target_raw"], L["real_raw"]
+lg = json.load(open(longsum))
 rows = [l.split("\t") for l in open(tsv).read().split("\n") if l]
 cov = st.median(float(r[1]) for r in rows)
 fail = st.median(float(r[3]) / float(r[2]) for r in rows)
-gen_mis = st.median(float(r[3]) / float(r[4]) for r in rows)
+lx = lg["execs"]
+gen_mis = lg["failures_total"] / lx
 rt = "; ".join(l.strip() for l in open(retrain) if l.strip())
 print(f"### {arch} (test accuracy {float(acc):.4f})\n")
 print(f"| measure | flare, {arch} on Fashion-MNIST | FuzzGAN paper, LeNet-1 on MNIST |")
 print("|---|---|---|")
 print(f"| GAN training | {epochs} epochs, {int(open(secs).read())} s on this machine | - |")
 print(f"| misclassification rate of generated cases (1 024 fixed cases, last epoch) | {100*mis:.1f} % | 53.5 % |")
-print(f"| ... of the cases a 30-case campaign generated (median of {len(rows)} seeds) | {100*gen_mis:.1f} % | - |")
+print(f"| ... of the cases the 3 000-case campaign generated | {100*gen_mis:.1f} % ({lx} cases) | - |")
 print(f"| NC (t = 0.6, meanabs) of a suite of <= 30 cases (median) | {100*cov:.1f} % | 98.1 % |")
 print(f"| failing cases in that suite (median share) | {100*fail:.1f} % | - |")
-print(f"| mean activation of the target neurons vs real images of the class | {100*(tact/ract-1):+.1f} % ({tact:.3f} vs {ract:.3f}) | +108.9 % |")
+print(f"| mean activation of the target neurons vs real images of the class, raw mean abs value | {100*(traw/rraw-1):+.1f} % ({traw:.3g} vs {rraw:.3g}) | +108.9 % |")
+print(f"| ... divided by the largest in the layer (L_neuron, NC meanabs) | {100*(tact/ract-1):+.1f} % ({tact:.3f} vs {ract:.3f}) | - |")
 print(f"| retraining on a 3 000-case campaign (flare nn retrain) | {rt} | - |")
 print()
-' "$arch" "$acc" "$last" "$d/suites.tsv" "$d/gan_train.seconds" "$epochs" "$d/retrain.txt" >>"$md"
+' "$arch" "$acc" "$last" "$d/suites.tsv" "$d/gan_train.seconds" "$epochs" "$d/retrain.txt" "$d/long/summary.json" >>"$md"
 done
 # 5. IS / FID, when this build has flare nn quality
 if $flare nn quality --help >/dev/null 2>&1; then
   d=$out/lenet5
   for s in deephunter dlfuzz; do
     [ -d "$out/$s" ] || $flare nn fuzz -m "$d/m.onnx" -i fashion-mnist:test --select random -n 100 \
-      --strategy "$s" -V 60 -o "$out/$s" -s 1 -q >/dev/null
+      --strategy "$s" -E 300000 -o "$out/$s" -s 1 -q >/dev/null
   done
-  $flare nn quality --real fashion-mnist:test --fake "$d/long/queue" --fake "$out/deephunter/failures" \
+  $flare nn quality --real fashion-mnist:test --fake "$d/long/queue" --fake "$out/lenet1/long/queue" --fake "$out/deephunter/failures" \
     --fake "$out/dlfuzz/failures" --features "$d/m.onnx" --json -o "$out/quality.json" >"$out/quality.txt" 2>&1 || true
   { echo "### IS / FID (features: the LeNet-5's penultimate layer)"; echo; echo '```'; cat "$out/quality.txt"; echo '```'; } >>"$md"
 fi

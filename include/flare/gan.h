@@ -66,6 +66,7 @@ typedef struct fl_gan_epoch {
     double d_class_acc;      /* D's class head on the evaluation cases: does G follow c? */
     double target_act;       /* mean normalised |activation| of the target neurons */
     double real_act;         /* ... of the same neurons on real images of the same classes */
+    double target_raw, real_raw; /* the same two, unscaled: the targets' mean |value| */
     double seconds;          /* wall time of the epoch */
     const char *grid;        /* the sample grid written for it */
 } fl_gan_epoch;

@@ -60,7 +60,10 @@ static fl_status queue_case(fz_campaign *cp, const uint8_t *px, int32_t label, i
 
 fl_status fz_gan_round(fz_round *rd, fz_campaign *cp, int *ran, fl_err *e) {
     fl_gan *gen = cp->o->gen;
-    const int k = cp->k < rd->cap ? cp->k : rd->cap;
+    int k = cp->k < rd->cap ? cp->k : rd->cap;
+    /* never more cases than the suite has room for: every case generated is judged, and the
+     * coverage reported is that of the suite's cases and the rejected ones before them */
+    if (cp->o->max_suite > 0 && cp->o->max_suite - cp->q.n < k) k = (int)(cp->o->max_suite - cp->q.n);
     const fl_cover *guide = cp->cov->c[0];
     int64_t T = cp->ls->total, n_open = 0;
     int64_t *open = malloc(sizeof(int64_t) * (size_t)T);
@@ -97,7 +100,6 @@ fl_status fz_gan_round(fz_round *rd, fz_campaign *cp, int *ran, fl_err *e) {
         else failed = 0;
         const uint8_t *px = rd->px + (int64_t)i * cp->n;
         if (!failed && !(row >= 0 && rd->added[row])) continue;
-        if (cp->o->max_suite > 0 && cp->q.n >= cp->o->max_suite) break; /* the suite is full */
         if ((st = queue_case(cp, px, cls[i], neu[i], e)) || !failed) continue;
         const fz_entry *self = &cp->q.e[cp->q.n - 1];
         fz_failure f = {v, self, self, px, rd->x.data + (int64_t)i * cp->n, "fuzzgan",

@@ -48,6 +48,7 @@ typedef struct run {
     float *ones, *zeros;     /* [B] BCE targets */
     int64_t *perm;           /* [n_train] */
     int64_t *perm_eval;      /* [B] real images of the evaluation cases' classes */
+    double *raw;             /* [B] mut_terms with act: each target's mean |value|, unscaled */
     int mut_logits;          /* value index of the model's logits */
     fl_rng rng;
     /* running sums of an epoch */
@@ -157,7 +158,7 @@ static fl_status mut_terms(run *R, const fl_tensor *img, int want_grad, double *
         }
         double v = mx > 0 ? aj / mx : 0;
         sum += v;
-        if (act) act[i] = v;
+        if (act) act[i] = v, R->raw[i] = aj;
         if (!want_grad || mx <= 0) continue;
         fl_tensor *s = &R->s_layer[l];
         if (!s->data) {
@@ -260,7 +261,7 @@ static fl_status evaluate(run *R, fl_gan_epoch *ep, fl_err *e) {
     fl_rng r;
     fl_rng_seed(&r, R->o->seed ^ 0x5eed0fe7a1ull); /* the same cases every epoch */
     int64_t wrong = 0, dok = 0, n = 0;
-    double act = 0, real_act = 0, l_err, l_neu;
+    double act = 0, real_act = 0, raw = 0, real_raw = 0, l_err, l_neu;
     uint8_t *w = malloc((size_t)R->B);
     double *a = malloc(sizeof(double) * (size_t)R->B), *ar = malloc(sizeof(double) * (size_t)R->B);
     fl_status st = w && a && ar ? FL_OK : fl_fail(e, FL_ERR_NOMEM, "out of memory");
@@ -269,6 +270,7 @@ static fl_status evaluate(run *R, fl_gan_epoch *ep, fl_err *e) {
         draw_cases(R, &r);
         if ((st = gen_forward(R, e)) || (st = mut_terms(R, g_out(R), 0, &l_err, &l_neu, w, a, e)))
             break;
+        for (int i = 0; i < R->B; i++) raw += R->raw[i];
         if ((st = fl_model_forward(R->d.m, g_out(R), e))) break;
         const fl_tensor *cls = fl_model_output(R->d.m, 1);
         /* the same target neurons on real images of the same classes: the baseline of the
@@ -284,7 +286,7 @@ static fl_status evaluate(run *R, fl_gan_epoch *ep, fl_err *e) {
         fl_scale_unapply(&R->train->scale, R->real.data, R->B, R->c, (int64_t)R->h * R->w);
         double le2, ln2;
         if ((st = mut_terms(R, &R->real, 0, &le2, &ln2, NULL, ar, e))) break;
-        for (int i = 0; i < R->B; i++) real_act += ar[i];
+        for (int i = 0; i < R->B; i++) real_act += ar[i], real_raw += R->raw[i];
         for (int i = 0; i < R->B; i++) {
             const float *row = cls->data + (int64_t)i * R->K;
             int best = 0;
@@ -305,6 +307,8 @@ static fl_status evaluate(run *R, fl_gan_epoch *ep, fl_err *e) {
     ep->d_class_acc = (double)dok / (double)n;
     ep->target_act = act / (double)n;
     ep->real_act = real_act / (double)n;
+    ep->target_raw = raw / (double)n;
+    ep->real_raw = real_raw / (double)n;
     return FL_OK;
 }
 
@@ -378,9 +382,9 @@ static fl_status append_losses(run *R, const fl_gan_epoch *ep, fl_err *e) {
                      "{\"epoch\": %d, \"d_loss\": %.6f, \"g_adv\": %.6f, \"g_cls\": %.6f, "
                      "\"g_error\": %.6f, \"g_neuron\": %.6f, \"misclass\": %.4f, "
                      "\"d_class_acc\": %.4f, \"target_act\": %.4f, \"real_act\": %.4f, "
-                     "\"seconds\": %.2f}\n",
+                     "\"target_raw\": %.5g, \"real_raw\": %.5g, \"seconds\": %.2f}\n",
                      ep->epoch, ep->d_loss, ep->g_adv, ep->g_cls, ep->g_error, ep->g_neuron,
-                     ep->misclass, ep->d_class_acc, ep->target_act, ep->real_act, ep->seconds);
+                     ep->misclass, ep->d_class_acc, ep->target_act, ep->real_act, ep->target_raw, ep->real_raw, ep->seconds);
     char *all = malloc(keep + (size_t)k);
     if (!all) st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
     else {
@@ -483,9 +487,10 @@ static fl_status setup(run *R, fl_model *mut, const fl_dataset *train, const fl_
     R->zeros = calloc((size_t)R->B, sizeof(float));
     R->perm = malloc(sizeof(int64_t) * (size_t)train->n);
     R->perm_eval = malloc(sizeof(int64_t) * (size_t)R->B);
+    R->raw = malloc(sizeof(double) * (size_t)R->B);
     R->s_layer = calloc((size_t)R->ls->n, sizeof *R->s_layer);
     if (!R->y || !R->c_idx || !R->l_idx || !R->l_layer || !R->ones || !R->zeros || !R->perm ||
-        !R->perm_eval || !R->s_layer || fl_tensor_alloc(&R->z, 2, sz) || fl_tensor_alloc(&R->cls, 2, sc) ||
+        !R->perm_eval || !R->raw || !R->s_layer || fl_tensor_alloc(&R->z, 2, sz) || fl_tensor_alloc(&R->cls, 2, sc) ||
         fl_tensor_alloc(&R->neu, 2, sn) || fl_tensor_alloc(&R->real, 4, shape) ||
         fl_tensor_alloc(&R->g_img, 4, shape) || fl_tensor_alloc(&R->s_adv, 2, s1) ||
         fl_tensor_alloc(&R->s_cls, 2, sc))
@@ -513,6 +518,7 @@ static void teardown(run *R) {
     free(R->zeros);
     free(R->perm);
     free(R->perm_eval);
+    free(R->raw);
 }
 
 static fl_status make_nets(run *R, fl_optim_opts *oo, fl_err *e) {
@@ -606,7 +612,7 @@ fl_status fl_gan_train(fl_model *mut, const fl_dataset *train, const fl_gan_opts
         }
         fl_gan_epoch s = {ep, o->epochs, R.s_d / (double)R.batches, R.s_gadv / (double)R.batches,
                           R.s_gcls / (double)R.batches, R.s_err / (double)R.batches,
-                          R.s_neu / (double)R.batches, 0, 0, 0, 0, 0, NULL};
+                          R.s_neu / (double)R.batches, 0, 0, 0, 0, 0, 0, 0, NULL};
         char rel[64];
         snprintf(rel, sizeof rel, "samples/epoch_%03d.png", ep);
         if (!st) st = evaluate(&R, &s, e);

@@ -36,7 +36,7 @@ echo "coverage per layer: $out/coverage.txt   10 most surprising test inputs: $o
 echo
 echo "== flare nn fuzz: a ${DEMO_NN_FUZZ_SECONDS:-30}-second DeepHunter campaign guided by KMNC =="
 rm -rf "$out/fuzz"   # a folder holding a campaign is only resumed (-i -), never overwritten
-"$flare" nn fuzz --model "$out/lenet5.onnx" --seeds fashion-mnist:test --select random -n 100 \
+"$flare" nn fuzz --model "$out/lenet5.onnx" --seeds fashion-mnist:test --select random -N 100 \
     --strategy deephunter --criterion kmnc:100 --profile "$out/profile.bin" -o "$out/fuzz" \
     -V "${DEMO_NN_FUZZ_SECONDS:-30}" -s 1
 echo "failures, seed next to mutant: $out/fuzz/failures.png"

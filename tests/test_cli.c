@@ -24,12 +24,32 @@ static const char required_[] = "required";
 static const struct {
     unsigned cmds;
     const char *name;
+    char shrt;
     const char *dflt;
 } flag_table[] = {
-#define FLAG(cmds_, FIELD, name_, short_, TYPE, dflt_, help_) {(cmds_), (name_), (dflt_)},
+#define FLAG(cmds_, FIELD, name_, short_, TYPE, dflt_, help_) {(cmds_), (name_), (short_), (dflt_)},
 #include "cli/flags.def"
 };
 enum { N_FLAGS = sizeof flag_table / sizeof flag_table[0] };
+/* ALIAS entries: the flag (index into flag_table) they are another spelling of */
+static const struct {
+    unsigned cmds;
+    int flag;
+    const char *name;
+    char shrt;
+} alias_table[] = {
+#define ALIAS(cmds_, FIELD, name_, short_) {(cmds_), F_##FIELD, (name_), (short_)},
+#include "cli/flags.def"
+    {0, -1, NULL, 0},
+};
+static const struct {
+    int cmd;
+    const char *args;
+} example_table[] = {
+#define EXAMPLE(ID, args_, comment_) {CMD_##ID, (args_)},
+#include "cli/flags.def"
+    {-1, NULL},
+};
 static const char *const cmd_names[CMD_COUNT_] = {
 #define COMMAND(ID, group, verb, handler, summary) [CMD_##ID] = group " " verb,
 #include "cli/flags.def"
@@ -203,6 +223,158 @@ static void test_required_flags(void **state) {
             assert_contains(r.out, cmd_names[c]);
             expect(r, 2, want);
         }
+}
+
+/* ---- one vocabulary (docs/cli.md, "One meaning per flag") ------------------------------------ */
+/* The entry command c reaches with short form ch (its own or an alias's), or -1. */
+static int short_entry(int c, char ch) {
+    for (int i = 0; i < N_FLAGS; i++)
+        if (((flag_table[i].cmds >> c) & 1) && flag_table[i].shrt == ch) return i;
+    for (int a = 0; alias_table[a].name; a++)
+        if (((alias_table[a].cmds >> c) & 1) && alias_table[a].shrt == ch) return alias_table[a].flag;
+    return -1;
+}
+
+/* Does entry i, in command c, answer to --name? */
+static int entry_named(int i, int c, const char *name) {
+    if (!strcmp(flag_table[i].name, name)) return 1;
+    for (int a = 0; alias_table[a].name; a++)
+        if (alias_table[a].flag == i && ((alias_table[a].cmds >> c) & 1) &&
+            !strcmp(alias_table[a].name, name))
+            return 1;
+    return 0;
+}
+
+/* Rule 1: a short form means one word everywhere: the entries -x reaches in the commands
+ * that have it all answer to one common --name. Rule 2: a long name that is a flag's own has
+ * the same short form (or none) in every command. Aliases keep old spellings; they obey
+ * rule 1 (an alias's short form is that word's everywhere). */
+static void test_vocabulary(void **state) {
+    for (int ch = 1; ch < 128; ch++) {
+        int first = -1, first_cmd = -1;
+        for (int c = 0; c < CMD_COUNT_; c++) {
+            int i = short_entry(c, (char)ch);
+            if (i < 0) continue;
+            if (first < 0) {
+                first = i, first_cmd = c;
+                continue;
+            }
+            /* some name of the first entry is also a name of this one */
+            int common = entry_named(i, c, flag_table[first].name);
+            for (int a = 0; !common && alias_table[a].name; a++)
+                if (alias_table[a].flag == first && ((alias_table[a].cmds >> first_cmd) & 1))
+                    common = entry_named(i, c, alias_table[a].name);
+            if (!common)
+                fail_msg("-%c is --%s in %s but --%s in %s", ch, flag_table[first].name,
+                         cmd_names[first_cmd], flag_table[i].name, cmd_names[c]);
+        }
+    }
+    for (int i = 0; i < N_FLAGS; i++)
+        for (int j = i + 1; j < N_FLAGS; j++)
+            if (!strcmp(flag_table[i].name, flag_table[j].name) &&
+                flag_table[i].shrt != flag_table[j].shrt)
+                fail_msg("--%s has short form '%c' in one command and '%c' in another",
+                         flag_table[i].name, flag_table[i].shrt ? flag_table[i].shrt : '0',
+                         flag_table[j].shrt ? flag_table[j].shrt : '0');
+    /* the rules' consequences, as a user sees them */
+    expect(run(1, F "agents run -t 5 c.json -- true"), 2, "did you mean -T (--timeout)");
+    expect(run(1, F "nn fuzz -m m.onnx -i a -o b -t x"), 2, "--threads");
+    expect(run(1, F "nn select -m m.onnx -o s.npy -n x"), 2, "--limit");
+    expect(run(1, F "nn sa -k lsa --layer a --help"), 0, "(also --layer)");
+}
+
+/* nn run --layers takes what the other commands take: all, conv+dense, NAME,NAME, and
+ * repeats; --layer, its old name, still works. The fixture model, random images. */
+static void test_run_layer_sets(void **state) {
+    const char *lenet = "tests/fixtures/cover/lenet1.onnx";
+    int64_t shp[4] = {2, 1, 28, 28};
+    fl_tensor x = {0};
+    assert_int_equal(fl_tensor_alloc(&x, 4, shp), FL_OK);
+    for (int64_t i = 0; i < x.size; i++) x.data[i] = (float)(i % 17) / 17;
+    char in[128], dir[128], path[256];
+    fl_err e = {0};
+    snprintf(in, sizeof in, "%s/rl.npy", tmp);
+    assert_int_equal(fl_npy_write_tensor(in, &x, &e), FL_OK);
+    fl_tensor_free(&x);
+    snprintf(dir, sizeof dir, "%s/rl_all", tmp);
+    expect(run(1, F "nn run -m %s -i %s -l all --outdir %s -o %s/rl_y.npy", lenet, in, dir, tmp),
+           0, "wrote");
+    static const char *const every[] = {"conv1_Conv_output_0", "relu1_Relu_output_0",
+                                        "pool2_MaxPool_output_0", "logits"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s.npy", dir, every[i]);
+        if (!file_exists(path)) fail_msg("-l all did not write %s", path);
+    }
+    snprintf(dir, sizeof dir, "%s/rl_two", tmp);
+    expect(run(1, F "nn run -m %s -i %s --layers /conv1/Conv_output_0,/relu2/Relu_output_0 "
+                    "--layer /pool1/MaxPool_output_0 --outdir %s -o %s/rl_y.npy", lenet, in, dir,
+               tmp), 0, "pool1_MaxPool_output_0");
+    static const char *const two[] = {"conv1_Conv_output_0", "relu2_Relu_output_0",
+                                      "pool1_MaxPool_output_0"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s.npy", dir, two[i]);
+        if (!file_exists(path)) fail_msg("NAME,NAME did not write %s", path);
+    }
+    snprintf(path, sizeof path, "%s/relu1_Relu_output_0.npy", dir);
+    assert_false(file_exists(path)); /* only what was asked for */
+}
+
+/* Typos: the closest command, group or flag is suggested; a far-off word gets no guess. */
+static void test_did_you_mean(void **state) {
+    expect(run(1, F "nn trian"), 2, "did you mean 'flare nn train'?");
+    expect(run(1, F "agnets run"), 2, "did you mean 'agents'?");
+    expect(run(1, F "nn train --epoch 3"), 2, "did you mean --epochs?");
+    expect(run(1, F "nn cover --crtieria nc"), 2, "did you mean --criteria?");
+    expect(run(1, F "agents fuzz --max-exec 3"), 2, "did you mean --max-execs?");
+    res r = run(1, F "nn train --zzzzzz 3");
+    if (strstr(r.out, "did you mean")) fail_msg("a guess for --zzzzzz:\n%s", r.out);
+    expect(r, 2, "unknown flag --zzzzzz");
+    r = run(1, F "nn frobnicate");
+    if (strstr(r.out, "did you mean")) fail_msg("a guess for frobnicate:\n%s", r.out);
+    expect(r, 2, "unknown command");
+    /* layer names, checked before any data is read (the fixture model, no dataset needed) */
+    const char *lenet = "tests/fixtures/cover/lenet1.onnx";
+    r = run(1, F "nn sa -k dsa -m %s -l /pool2/MaxPool_outptu_0 --train a --test b", lenet);
+    assert_contains(r.out, "lenet1.onnx has no layer");
+    expect(r, 2, "did you mean /pool2/MaxPool_output_0?");
+    expect(run(1, F "nn cover -m %s -l /pool2/MaxPol_output_0 -n 1", lenet), 2,
+           "did you mean /pool2/MaxPool_output_0?");
+    expect(run(1, F "nn lrp -m %s -l /conv1/Conv_output_1x -o %s/i.json", lenet, tmp), 2,
+           "did you mean /conv1/Conv_output_0?");
+}
+
+/* Every --help ends with two or three examples, and each example parses: it runs with
+ * --help added before any `--` (parsing stops at --help after checking what came before). */
+static void test_help_examples(void **state) {
+    for (int c = 0; c < CMD_COUNT_; c++) {
+        int n = 0;
+        for (int x = 0; example_table[x].args; x++) {
+            if (example_table[x].cmd != c) continue;
+            n++;
+            char args[512];
+            const char *dd = strstr(example_table[x].args, " -- ");
+            if (dd)
+                snprintf(args, sizeof args, "%.*s --help%s", (int)(dd - example_table[x].args),
+                         example_table[x].args, dd);
+            else
+                snprintf(args, sizeof args, "%s --help", example_table[x].args);
+            res r = run(1, F "%s %s", cmd_names[c], args);
+            if (r.rc != 0) fail_msg("example of %s does not parse: %s\n%s", cmd_names[c], args, r.out);
+            free(r.out);
+        }
+        if (n < 2 || n > 3) fail_msg("%s has %d examples", cmd_names[c], n);
+        res h = run(0, F "%s --help", cmd_names[c]);
+        const char *ex = strstr(h.out, "\nexamples:\n");
+        if (!ex) fail_msg("%s --help has no examples", cmd_names[c]);
+        char want[64];
+        snprintf(want, sizeof want, "\n  flare %s ", cmd_names[c]);
+        assert_contains(ex, want);
+        free(h.out);
+    }
+    /* every missing required flag in one message */
+    expect(run(1, F "nn train"), 2, "missing required flags --arch, --output");
+    expect(run(1, F "nn sa -k lsa -m m.onnx"), 2, "missing: --layers, --train, --test");
+    expect(run(1, F "nn sa -k lsa --test-ats a"), 2, "--train-ats, --train-pred, --test-pred are missing");
 }
 
 /* ---- runtime errors: exit 1, "flare: <library message>" ------------------------------------- */
@@ -477,6 +649,10 @@ int main(void) {
         cmocka_unit_test(test_arch_choices_match_zoo),
         cmocka_unit_test(test_usage_errors),
         cmocka_unit_test(test_required_flags),
+        cmocka_unit_test(test_vocabulary),
+        cmocka_unit_test(test_did_you_mean),
+        cmocka_unit_test(test_run_layer_sets),
+        cmocka_unit_test(test_help_examples),
         cmocka_unit_test(test_runtime_errors),
         cmocka_unit_test(test_train),
         cmocka_unit_test(test_train_reproducible_with_bar),

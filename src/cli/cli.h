@@ -93,6 +93,24 @@ int cli_find_command(const char *group, const char *verb);
 int cli_fail(const fl_err *e);
 /* "flare GROUP VERB: <msg>" + a hint to --help on stderr; returns CLI_USAGE. */
 int cli_usage(cli_cmd_id cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Usage errors for a --layers value naming a layer the model lacks: each name of spec (NAME,
+ * NAME; "all" and "conv+dense" pass) is looked up in m, and the first unknown one is reported
+ * as "--FLAG NAME: MODEL has no layer of that name; did you mean ...?" (suggest.c). Returns
+ * CLI_OK or CLI_USAGE. */
+struct fl_model;
+int cli_layers_check(cli_cmd_id cmd, const char *flag, const char *model_path,
+                     struct fl_model *m, const char *spec);
+
+/* "Did you mean": feed candidates to cli_suggest_add; best is the closest one that is close
+ * enough to be a typo of word, or NULL (suggest.c). */
+typedef struct cli_suggest {
+    const char *word, *best;
+    int score;
+} cli_suggest;
+void cli_suggest_init(cli_suggest *s, const char *word);
+void cli_suggest_add(cli_suggest *s, const char *cand);
+int cli_edit_distance(const char *a, const char *b);
+
 /* Informational output on stderr, silenced by --quiet. */
 extern int cli_quiet;
 void cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -103,7 +121,7 @@ void cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 struct fl_http_opts;
 const struct fl_http_opts *cli_http_target(const cli_opts *o, struct fl_http_opts *h);
 /* The target of replay and min from the flags: -- CMD ARGS... or --target (whose options go
- * in h, which must outlive ts), -t, --fresh, --mem-limit and the --otlp-* flags. */
+ * in h, which must outlive ts), --timeout, --fresh, --mem-limit and the --otlp-* flags. */
 struct fl_target_setup;
 void cli_target_setup(const cli_opts *o, struct fl_target_setup *ts, struct fl_http_opts *h);
 

@@ -129,6 +129,10 @@ int cmd_nn_cover(const cli_opts *o) {
         }
     }
     if (fl_onnx_load(o->cov_model, &m, &e) != FL_OK) goto out;
+    if (o->set[F_cov_layers] &&
+        (rc = cli_layers_check(o->cmd, "layers", o->cov_model, m, layers)) != CLI_OK)
+        goto out;
+    rc = CLI_FAIL;
     if (fl_layerset_make(m, layers, &ls, &e) != FL_OK) {
         if (e.status == FL_ERR_NOTFOUND && !from_profile) {
             rc = cli_usage(o->cmd, "--layers %s: %s", layers, e.msg);

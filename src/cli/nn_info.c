@@ -91,7 +91,7 @@ static void print_table(const cli_opts *o, const fl_model *m, const fl_layer_inf
         if (b > wo) wo = b;
         if (c > ws) ws = c;
     }
-    printf("\nlayers (shapes for a batch of %lld; NAME is what --layer takes):\n",
+    printf("\nlayers (shapes for a batch of %lld; NAME is what --layers takes):\n",
            n > 0 && L[0].ndim > 0 ? (long long)L[0].shape[0] : 1LL);
     printf("%3s  %-*s  %-*s  %-*s  %10s\n", "#", wn, "name", wo, "op", ws, "shape", "params");
     for (int i = 0; i < n; i++) {

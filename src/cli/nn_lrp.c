@@ -52,6 +52,9 @@ int cmd_nn_lrp(const cli_opts *o) {
     int rc = CLI_FAIL;
     cli_progress bar;
     if (fl_onnx_load(o->lrp_model, &m, &e) != FL_OK) goto out;
+    if ((rc = cli_layers_check(o->cmd, "layers", o->lrp_model, m, o->lrp_layers)) != CLI_OK)
+        goto out_quiet;
+    rc = CLI_FAIL;
     if (fl_dataset_load(o->lrp_data, o->given[F_lrp_scale] ? &sc : NULL, o->lrp_limit, &d, &e) !=
         FL_OK)
         goto out;
@@ -70,6 +73,7 @@ int cmd_nn_lrp(const cli_opts *o) {
     rc = CLI_OK;
 out:
     if (rc != CLI_OK) cli_fail(&e);
+out_quiet:
     fl_important_free(imp);
     fl_dataset_free(d);
     fl_model_free(m);

@@ -25,6 +25,8 @@ int cmd_nn_profile(const cli_opts *o) {
     fl_profile *p = NULL;
     int rc = CLI_FAIL;
     if (fl_onnx_load(o->cov_model, &m, &e) != FL_OK) goto out;
+    if ((rc = cli_layers_check(o->cmd, "layers", o->cov_model, m, layers)) != CLI_OK) goto out;
+    rc = CLI_FAIL;
     if (fl_layerset_make(m, layers, &ls, &e) != FL_OK) {
         if (e.status == FL_ERR_NOTFOUND || e.status == FL_ERR_ARG) {
             rc = cli_usage(o->cmd, "--layers %s: %s", layers, e.msg);

@@ -1,4 +1,4 @@
-/* flare nn sa: surprise adequacy of test inputs, from a model and datasets (--model --layer
+/* flare nn sa: surprise adequacy of test inputs, from a model and datasets (--model --layers
  * --train --test) or from activation traces any framework can write (--train-ats
  * --train-pred --test-ats --test-pred); a summary table or JSON, the values as NPY, and
  * LSC/DSC coverage with --buckets. */
@@ -258,17 +258,29 @@ int cmd_nn_sa(const cli_opts *o) {
               o->set[F_test_pred];
     int model = o->set[F_sa_model];
     if (ats == model)
-        return cli_usage(o->cmd, "give either --model (with --layer, --train, --test) or the "
+        return cli_usage(o->cmd, "give either --model (with --layers, --train, --test) or the "
                          "trace files --train-ats, --train-pred, --test-ats, --test-pred");
-    if (ats && !(o->set[F_train_ats] && o->set[F_train_pred] && o->set[F_test_ats] &&
-                 o->set[F_test_pred]))
-        return cli_usage(o->cmd, "--%s is missing: trace files come as --train-ats, --train-pred, "
-                         "--test-ats, --test-pred", !o->set[F_train_ats] ? "train-ats"
-                         : !o->set[F_train_pred] ? "train-pred" : !o->set[F_test_ats]
-                         ? "test-ats" : "test-pred");
-    if (model && !(o->set[F_sa_layer] && o->set[F_sa_train] && o->set[F_sa_test]))
-        return cli_usage(o->cmd, "--model needs --%s", !o->set[F_sa_layer] ? "layer"
-                         : !o->set[F_sa_train] ? "train" : "test");
+    /* Every missing flag of the chosen form at once. */
+    static const struct {
+        int flag;
+        const char *name;
+    } need[] = {{F_train_ats, "train-ats"}, {F_train_pred, "train-pred"}, {F_test_ats, "test-ats"},
+                {F_test_pred, "test-pred"}, {F_sa_layer, "layers"},   {F_sa_train, "train"},
+                {F_sa_test, "test"}};
+    char missing[160] = "";
+    int n_missing = 0;
+    for (int i = model ? 4 : 0; i < (model ? 7 : 4); i++) {
+        if (o->set[need[i].flag]) continue;
+        size_t k = strlen(missing);
+        snprintf(missing + k, sizeof missing - k, "%s--%s", k ? ", " : "", need[i].name);
+        n_missing++;
+    }
+    if (n_missing && ats)
+        return cli_usage(o->cmd, "%s %s missing: trace files come as --train-ats, --train-pred, "
+                         "--test-ats, --test-pred", missing, n_missing > 1 ? "are" : "is");
+    if (n_missing)
+        return cli_usage(o->cmd, "--model needs --layers, --train and --test; missing: %s",
+                         missing);
     if (o->set[F_buckets] && o->set[F_sc_lower] && o->set[F_sc_upper] &&
         !(o->sc_lower < o->sc_upper))
         return cli_usage(o->cmd, "--lower must be below --upper");
@@ -319,9 +331,12 @@ int cmd_nn_sa(const cli_opts *o) {
         }
     } else {
         if (fl_onnx_load(o->sa_model, &m, &e) != FL_OK) goto out;
-        fl_layerset *ls; /* a wrong --layer is a usage error, found before any data is read */
+        fl_layerset *ls; /* a wrong --layers is a usage error, found before any data is read */
+        if ((rc = cli_layers_check(o->cmd, "layers", o->sa_model, m, o->sa_layer)) != CLI_OK)
+            goto out_quiet;
+        rc = CLI_FAIL;
         if (fl_layerset_make(m, o->sa_layer, &ls, &e) != FL_OK) {
-            rc = e.status == FL_ERR_NOTFOUND ? cli_usage(o->cmd, "--layer %s: %s", o->sa_layer,
+            rc = e.status == FL_ERR_NOTFOUND ? cli_usage(o->cmd, "--layers %s: %s", o->sa_layer,
                                                          e.msg) : cli_fail(&e);
             goto out_quiet;
         }

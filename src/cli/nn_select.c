@@ -78,6 +78,9 @@ int cmd_nn_select(const cli_opts *o) {
     const fl_scale *scp = o->given[F_lrp_scale] ? &sc : NULL;
     int rc = CLI_FAIL;
     if (fl_onnx_load(o->lrp_model, &m, &e) != FL_OK) goto out;
+    if (so.layers && (rc = cli_layers_check(o->cmd, "layers", o->lrp_model, m, so.layers)) != CLI_OK)
+        goto out_quiet;
+    rc = CLI_FAIL;
     if (fl_dataset_load(o->sel_data, scp, o->lrp_limit, &d, &e) != FL_OK) goto out;
     if (st_kind) {
         if (fl_important_load(o->sel_important, &imp, &e) != FL_OK) goto out;
@@ -94,6 +97,7 @@ int cmd_nn_select(const cli_opts *o) {
     rc = CLI_OK;
 out:
     if (rc != CLI_OK) cli_fail(&e);
+out_quiet:
     fl_selection_free(s);
     fl_important_free(imp);
     fl_dataset_free(tr);

@@ -394,6 +394,56 @@ static void test_runtime_errors(void **state) {
            "nodata");
 }
 
+/* An output that cannot be written is reported as the user typed it ("parent folder ... does
+ * not exist", "... is a directory"), never as the temporary file flare writes first, and
+ * before any data is read. */
+static void test_output_paths(void **state) {
+    const char *lenet = "tests/fixtures/cover/lenet1.onnx";
+    res r = run(1, F "nn run -m %s -i %s/none.npy -o %s/nodir/y.npy", lenet, tmp, tmp);
+    if (strstr(r.out, ".tmp.")) fail_msg("a temporary file name:\n%s", r.out);
+    expect(r, 1, "y.npy: parent folder");
+    r = run(1, F "nn run -m %s -i %s/none.npy -o %s", lenet, tmp, tmp);
+    expect(r, 1, " is a directory");
+    r = run(1, F "nn train -a mlp -d %s/nodata -o %s/nodir/m.onnx", tmp, tmp);
+    assert_contains(r.out, "does not exist");
+    expect(r, 1, "nodir/m.onnx: parent folder");
+    expect(run(1, F "nn lrp -m %s -d %s/nodata -o %s/nodir/i.json", lenet, tmp, tmp), 1,
+           "i.json: parent folder");
+    expect(run(1, F "nn profile -m %s -d %s/nodata -o %s/", lenet, tmp, tmp), 1,
+           "is a directory");
+}
+
+/* A command that fails leaves no partial outputs. */
+static void test_no_partial_outputs(void **state) {
+    char dir[128], path[256];
+    /* agents fuzz with an empty seed folder: no output folder */
+    snprintf(dir, sizeof dir, "%s/noseeds", tmp);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    expect(run(1, F "agents fuzz -i %s -o %s/camp -E 1 -- true", dir, tmp), 1, "no seed files");
+    snprintf(path, sizeof path, "%s/camp", tmp);
+    struct stat st;
+    if (stat(path, &st) == 0) fail_msg("%s was created", path);
+    TU_NEED(have_data, "dataset-fashion-mnist (/usr/share/datasets/fashion-mnist)");
+    const char *lenet = "tests/fixtures/cover/lenet1.onnx";
+    /* nn sa -o x.npy --grid bad/path.png: no x.npy */
+    snprintf(path, sizeof path, "%s/sa.npy", tmp);
+    expect(run(1, F "nn sa -k dsa -m %s -l /pool2/MaxPool_output_0 --train fashion-mnist:train "
+                    "--test fashion-mnist:test -n 50 -o %s --grid %s/bad/path.png", lenet, path,
+               tmp), 1, "bad/path.png: parent folder");
+    assert_false(file_exists(path));
+    /* nn select whose grid cannot be written (a folder in its place): no .npy files */
+    snprintf(dir, sizeof dir, "%s/sel", tmp);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    snprintf(path, sizeof path, "%s/s.png", dir);
+    assert_int_equal(mkdir(path, 0755), 0);
+    expect(run(1, F "nn select -m %s -d fashion-mnist:test -n 50 -N 5 -o %s/s.npy", lenet, dir), 1,
+           "s.png is a directory");
+    snprintf(path, sizeof path, "%s/s.npy", dir);
+    assert_false(file_exists(path));
+    snprintf(path, sizeof path, "%s/s.idx.npy", dir);
+    assert_false(file_exists(path));
+}
+
 /* ---- the round trip -------------------------------------------------------------------------- */
 static void test_train(void **state) {
     TU_NEED(have_data, "dataset-fashion-mnist (/usr/share/datasets/fashion-mnist)");
@@ -654,6 +704,8 @@ int main(void) {
         cmocka_unit_test(test_run_layer_sets),
         cmocka_unit_test(test_help_examples),
         cmocka_unit_test(test_runtime_errors),
+        cmocka_unit_test(test_output_paths),
+        cmocka_unit_test(test_no_partial_outputs),
         cmocka_unit_test(test_train),
         cmocka_unit_test(test_train_reproducible_with_bar),
         cmocka_unit_test(test_info),

@@ -111,6 +111,21 @@ void cli_suggest_init(cli_suggest *s, const char *word);
 void cli_suggest_add(cli_suggest *s, const char *cand);
 int cli_edit_distance(const char *a, const char *b);
 
+/* The files a command writes (outputs.c): cli_outs_check before any work says, naming the
+ * path as typed, why one cannot be written; cli_outs_written marks one written (path: the
+ * same pointer as added); cli_outs_undo removes the written ones when the command fails
+ * later, so that a failed command leaves no partial outputs. */
+enum { CLI_MAX_OUTS = 8 };
+typedef struct cli_outs {
+    int n;
+    const char *path[CLI_MAX_OUTS];
+    int written[CLI_MAX_OUTS];
+} cli_outs;
+void cli_outs_add(cli_outs *w, const char *path); /* NULL: nothing */
+fl_status cli_outs_check(const cli_outs *w, fl_err *e);
+void cli_outs_written(cli_outs *w, const char *path);
+void cli_outs_undo(const cli_outs *w);
+
 /* Informational output on stderr, silenced by --quiet. */
 extern int cli_quiet;
 void cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -51,6 +51,7 @@ int cmd_nn_lrp(const cli_opts *o) {
     fl_important *imp = NULL;
     int rc = CLI_FAIL;
     cli_progress bar;
+    if (fl_file_check_writable(o->lrp_output, &e) != FL_OK) goto out; /* before any work */
     if (fl_onnx_load(o->lrp_model, &m, &e) != FL_OK) goto out;
     if ((rc = cli_layers_check(o->cmd, "layers", o->lrp_model, m, o->lrp_layers)) != CLI_OK)
         goto out_quiet;

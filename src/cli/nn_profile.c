@@ -24,6 +24,7 @@ int cmd_nn_profile(const cli_opts *o) {
     fl_layerset *ls = NULL;
     fl_profile *p = NULL;
     int rc = CLI_FAIL;
+    if (fl_file_check_writable(o->prof_output, &e) != FL_OK) goto out; /* before any work */
     if (fl_onnx_load(o->cov_model, &m, &e) != FL_OK) goto out;
     if ((rc = cli_layers_check(o->cmd, "layers", o->cov_model, m, layers)) != CLI_OK) goto out;
     rc = CLI_FAIL;

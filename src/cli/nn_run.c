@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "flare/data.h"
@@ -86,11 +87,12 @@ int cmd_nn_run(const cli_opts *o) {
     fl_tensor x = {0};
     char **paths = NULL, *spec = NULL;
     char **names = NULL; /* the layers of every --layers value, in order */
-    int rc = CLI_FAIL, nl = 0;
+    int rc = CLI_FAIL, nl = 0, written = -1;
     fl_threads_set((int)o->threads);
     if (o->given[F_scale] && fl_scale_parse(o->scale, &sc, &e) != FL_OK)
         return cli_usage(o->cmd, "--scale: %s", e.msg);
 
+    if (fl_file_check_writable(o->run_output, &e) != FL_OK) goto out;
     if (fl_onnx_load(o->model, &m, &e) != FL_OK) goto out;
     if ((rc = layer_names(o, m, &names, &nl)) != CLI_OK) goto out_quiet;
     rc = CLI_FAIL;
@@ -133,8 +135,9 @@ int cmd_nn_run(const cli_opts *o) {
 
     const fl_tensor *y = fl_model_output(m, 0);
     if (fl_npy_write_tensor(o->run_output, y, &e) != FL_OK) goto out;
+    written = 0; /* files 0..written of the layers are in place; -o too */
     say_wrote(o->run_output, y, fl_model_output_name(m, 0));
-    for (int i = 0; i < nl; i++) {
+    for (int i = 0; i < nl; i++, written = i) {
         const fl_tensor *t = fl_model_tensor(m, names[i]);
         if (!t || !t->data) {
             fl_fail(&e, FL_ERR_NOTFOUND, "%s: value %s was not computed by the forward pass",
@@ -150,6 +153,10 @@ oom:
     fl_fail(&e, FL_ERR_NOMEM, "out of memory");
 out:
     if (rc != CLI_OK) cli_fail(&e);
+    if (rc != CLI_OK && written >= 0) { /* all the outputs or none */
+        unlink(o->run_output);
+        for (int i = 0; i < written; i++) unlink(paths[i]);
+    }
 out_quiet:
     for (int i = 0; paths && i < nl; i++) free(paths[i]);
     for (int i = 0; names && i < nl; i++) free(names[i]);

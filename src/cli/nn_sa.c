@@ -292,6 +292,10 @@ int cmd_nn_sa(const cli_opts *o) {
     fl_scale sc;
     if (model && fl_scale_parse(o->sa_scale, &sc, &e) != FL_OK)
         return cli_usage(o->cmd, "--scale: %s", e.msg);
+    cli_outs outs = {0}; /* -o and --grid: both, or neither */
+    cli_outs_add(&outs, o->sa_output);
+    cli_outs_add(&outs, o->sa_grid);
+    if (cli_outs_check(&outs, &e) != FL_OK) return cli_fail(&e);
     fl_threads_set((int)o->sa_threads);
 
     traces tr = {0}, te = {0};
@@ -375,8 +379,10 @@ int cmd_nn_sa(const cli_opts *o) {
         for (int64_t i = 0; i < te.n; i++) f[i] = (float)v[i];
         int64_t shp[1] = {te.n};
         if (fl_npy_write(o->sa_output, FL_DT_F32, 1, shp, f, &e) != FL_OK) goto out;
+        cli_outs_written(&outs, o->sa_output);
     }
     if (test_set && write_grid(o, test_set, &te, v, &e) != FL_OK) goto out;
+    cli_outs_written(&outs, o->sa_grid);
     summary s;
     summarize(o, v, te.n, &s, &e, &st);
     s.n_train = tr.n;
@@ -386,6 +392,7 @@ int cmd_nn_sa(const cli_opts *o) {
 out:
     if (rc != CLI_OK) cli_fail(&e);
 out_quiet:
+    if (rc != CLI_OK) cli_outs_undo(&outs);
     traces_free(&tr);
     traces_free(&te);
     fl_sa_free(sa);

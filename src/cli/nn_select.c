@@ -77,6 +77,8 @@ int cmd_nn_select(const cli_opts *o) {
     fl_selection *s = NULL;
     const fl_scale *scp = o->given[F_lrp_scale] ? &sc : NULL;
     int rc = CLI_FAIL;
+    /* the images, .idx.npy and .png go to one folder: one check before any work */
+    if (fl_file_check_writable(o->sel_output, &e) != FL_OK) goto out;
     if (fl_onnx_load(o->lrp_model, &m, &e) != FL_OK) goto out;
     if (so.layers && (rc = cli_layers_check(o->cmd, "layers", o->lrp_model, m, so.layers)) != CLI_OK)
         goto out_quiet;

@@ -155,6 +155,15 @@ int cmd_nn_train(const cli_opts *o) {
         scp = &sc;
     }
 
+    stats_path = o->set[F_stats] ? strdup(o->stats) : default_stats_path(o->output);
+    if (!stats_path) {
+        fl_fail(&e, FL_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    /* both outputs can be written: found before the data is read and the training runs */
+    if (fl_file_check_writable(o->output, &e) != FL_OK ||
+        fl_file_check_writable(stats_path, &e) != FL_OK)
+        goto out;
     if (fl_dataset_load(o->train_data, scp, o->limit, &tr, &e) != FL_OK) goto out;
     if (o->set[F_test_data]) {
         if (strcmp(o->test_data, "none")) test_spec = strdup(o->test_data);
@@ -170,11 +179,6 @@ int cmd_nn_train(const cli_opts *o) {
     cli_note("%s, lr %g, batch %d, %d epoch%s\n", fl_optim_name(to.optim), (double)to.lr,
              to.batch, to.epochs, to.epochs == 1 ? "" : "s");
 
-    stats_path = o->set[F_stats] ? strdup(o->stats) : default_stats_path(o->output);
-    if (!stats_path) {
-        fl_fail(&e, FL_ERR_NOMEM, "out of memory");
-        goto out;
-    }
     ctx.stats = fopen(stats_path, "w");
     if (!ctx.stats) {
         fl_fail(&e, FL_ERR_IO, "%s: cannot write the statistics file", stats_path);

@@ -4,6 +4,7 @@
  * The binary is $FLARE_BIN (tests/run.sh sets it; build/flare when unset). Everything is
  * written under a fresh temporary directory, removed at the end. */
 #include <ftw.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -517,6 +518,66 @@ static void test_train_reproducible_with_bar(void **state) {
     assert_true(file_exists(stats));
 }
 
+/* Ctrl-C in nn train: it says so, exits 130, writes the model of the last finished epoch (its
+ * accuracy is the one the stats file recorded for that epoch) and closes the stats file with
+ * an "interrupted" end line. */
+static void test_train_ctrl_c(void **state) {
+    TU_NEED(have_data, "dataset-fashion-mnist (/usr/share/datasets/fashion-mnist)");
+    char m[128], stats[128], log[128];
+    snprintf(m, sizeof m, "%s/int.onnx", tmp);
+    snprintf(stats, sizeof stats, "%s/int.stats.jsonl", tmp);
+    snprintf(log, sizeof log, "%s/int.log", tmp);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        FILE *f = freopen(log, "w", stdout);
+        if (!f || dup2(fileno(stdout), 2) < 0) _exit(99);
+        execl(getenv("FLARE_BIN"), "flare", "nn", "train", "-a", "mlp", "-n", "2000", "-e",
+              "100000", "-s", "1", "-t", "1", "-o", m, (char *)NULL);
+        _exit(98);
+    }
+    /* wait for two finished epochs, then interrupt the third */
+    int epochs = 0;
+    for (int tries = 0; tries < 1200 && epochs < 2; tries++) {
+        usleep(50000);
+        uint8_t *buf;
+        size_t len;
+        fl_err e = {0};
+        if (fl_file_read(stats, &buf, &len, &e) != FL_OK) continue;
+        epochs = 0;
+        for (size_t i = 0; i + 15 < len; i++) epochs += !memcmp(buf + i, "\"event\":\"epoch\"", 15);
+        free(buf);
+    }
+    assert_true(epochs >= 2);
+    assert_int_equal(kill(pid, SIGINT), 0);
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 130);
+    res r = run(0, "cat %s", log);
+    assert_contains(r.out, "stopped by Ctrl-C during epoch");
+    free(r.out);
+    /* the stats file: its last line is the end, naming the epochs kept */
+    r = run(0, "tail -n 1 %s", stats);
+    cJSON *end = parse_json(r.out);
+    free(r.out);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(end, "event")->valuestring, "end");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(end, "interrupted")));
+    int kept = (int)num(end, "epochs_done");
+    r = run(0, "grep -c '\"event\":\"epoch\"' %s", stats);
+    assert_int_equal(atoi(r.out), kept);
+    free(r.out);
+    double want = num(end, "test_acc"); /* the last finished epoch's */
+    cJSON_Delete(end);
+    assert_true(file_exists(m));
+    r = run(0, F "nn eval -m %s -n 2000 --json", m);
+    assert_int_equal(r.rc, 0);
+    cJSON *ev = parse_json(r.out);
+    assert_float_equal(num(ev, "accuracy"), want, 1e-12);
+    cJSON_Delete(ev);
+    free(r.out);
+}
+
 static void test_info(void **state) {
     if (!file_exists(model)) TU_SKIP("%s missing: test_train did not write it", model);
     fl_err e = {0};
@@ -708,6 +769,7 @@ int main(void) {
         cmocka_unit_test(test_no_partial_outputs),
         cmocka_unit_test(test_train),
         cmocka_unit_test(test_train_reproducible_with_bar),
+        cmocka_unit_test(test_train_ctrl_c),
         cmocka_unit_test(test_info),
         cmocka_unit_test(test_eval),
         cmocka_unit_test(test_run),

@@ -13,7 +13,7 @@
 
 #include "flare/flare.h"
 
-enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2, CLI_INTERRUPTED = 130 /* 128 + SIGINT */ };
 
 /* ---- commands ------------------------------------------------------------------------------ */
 typedef enum cli_cmd_id {

@@ -445,6 +445,35 @@ static void test_no_partial_outputs(void **state) {
     assert_false(file_exists(path));
 }
 
+/* -q means one thing everywhere: stderr is silent (no notes, progress or status) unless
+ * something fails, and stdout, the results, is the same with and without it. */
+static void test_quiet(void **state) {
+    TU_NEED(have_data, "dataset-fashion-mnist (/usr/share/datasets/fashion-mnist)");
+    const char *L = "tests/fixtures/cover/lenet1.onnx";
+    char cmds[8][512];
+    int n = 0;
+    snprintf(cmds[n++], 512, "nn info -m %s", L);
+    snprintf(cmds[n++], 512, "nn eval -m %s -n 50", L);
+    snprintf(cmds[n++], 512, "nn run -m %s -i fashion-mnist:test -n 5 -l all --outdir %s/q -o %s/q.npy", L, tmp, tmp);
+    snprintf(cmds[n++], 512, "nn sa -k dsa -m %s -l /pool2/MaxPool_output_0 --train fashion-mnist:train "
+             "--test fashion-mnist:test -n 50 --buckets 10", L);
+    snprintf(cmds[n++], 512, "nn lrp -m %s -n 50 -o %s/q.json", L, tmp);
+    snprintf(cmds[n++], 512, "nn select -m %s -d fashion-mnist:test -n 50 -N 5 -o %s/qs.npy", L, tmp);
+    snprintf(cmds[n++], 512, "nn profile -m %s -n 50 -o %s/q.prof", L, tmp);
+    snprintf(cmds[n++], 512, "nn cover -m %s -n 50 -p %s/q.prof", L, tmp);
+    for (int i = 0; i < n; i++) {
+        res loud = run(0, F "%s", cmds[i]);
+        res quiet = run(0, F "%s -q", cmds[i]);
+        res err = run(0, "{ " F "%s -q 2>&1 >/dev/null; }", cmds[i]);
+        if (loud.rc || quiet.rc) fail_msg("%s: exit %d / %d", cmds[i], loud.rc, quiet.rc);
+        if (!quiet.out[0]) fail_msg("%s -q printed no results", cmds[i]);
+        if (strcmp(loud.out, quiet.out))
+            fail_msg("%s: stdout differs with -q:\n%s\n--- -q:\n%s", cmds[i], loud.out, quiet.out);
+        if (err.out[0]) fail_msg("%s -q wrote to stderr:\n%s", cmds[i], err.out);
+        free(loud.out), free(quiet.out), free(err.out);
+    }
+}
+
 /* ---- the round trip -------------------------------------------------------------------------- */
 static void test_train(void **state) {
     TU_NEED(have_data, "dataset-fashion-mnist (/usr/share/datasets/fashion-mnist)");
@@ -767,6 +796,7 @@ int main(void) {
         cmocka_unit_test(test_runtime_errors),
         cmocka_unit_test(test_output_paths),
         cmocka_unit_test(test_no_partial_outputs),
+        cmocka_unit_test(test_quiet),
         cmocka_unit_test(test_train),
         cmocka_unit_test(test_train_reproducible_with_bar),
         cmocka_unit_test(test_train_ctrl_c),

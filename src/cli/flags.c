@@ -419,6 +419,7 @@ int cli_parse(cli_cmd_id cmd, int argc, char **argv, cli_opts *o) {
         return cli_usage(cmd, "missing the program to run: end the command line with -- %s",
                          trailings[t].metavar);
     cli_quiet = o->quiet;
+    if (o->quiet) fl_verbosity = 0; /* the library's notes too: -q is the same everywhere */
     return CLI_OK;
 }
 

@@ -68,7 +68,7 @@ int cmd_nn_lrp(const cli_opts *o) {
     if (st != FL_OK) goto out;
     imp->model = strdup(o->lrp_model);
     if (fl_important_save(imp, o->lrp_output, &e) != FL_OK) goto out;
-    if (!o->quiet) print_summary(o, imp);
+    print_summary(o, imp);
     cli_note("\nwrote %s (%lld inputs in %.1f s)\n", o->lrp_output, (long long)d->n,
              fl_now() - t0);
     rc = CLI_OK;

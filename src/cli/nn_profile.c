@@ -42,9 +42,9 @@ int cmd_nn_profile(const cli_opts *o) {
     fl_status st = fl_profile_compute(m, ls, d, (int)o->cov_batch, on_progress, &bar, &p, &e);
     progress_clear(&bar);
     if (st != FL_OK || fl_profile_save(p, o->prof_output, &e) != FL_OK) goto out;
-    printf("profiled %lld neurons in %d layers over %lld inputs of %s in %.1f s\nwrote %s\n",
-           (long long)ls->total, ls->n, (long long)d->n, o->prof_data, fl_now() - t0,
-           o->prof_output);
+    cli_note("%lld inputs profiled in %.1f s\n", (long long)d->n, fl_now() - t0);
+    printf("profiled %lld neurons in %d layers over %lld inputs of %s\nwrote %s\n",
+           (long long)ls->total, ls->n, (long long)d->n, o->prof_data, o->prof_output);
     rc = CLI_OK;
 out:
     if (rc == CLI_FAIL && e.status != FL_OK) cli_fail(&e);

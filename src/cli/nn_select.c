@@ -94,7 +94,7 @@ int cmd_nn_select(const cli_opts *o) {
     if (s->n < o->sel_n)
         cli_note("only %lld inputs qualify; selected them all\n", (long long)s->n);
     if (fl_selection_save(s, d, o->sel_output, &e) != FL_OK) goto out;
-    if (!o->quiet) print_selection(o, s, d);
+    print_selection(o, s, d);
     cli_note("\nwrote %s (images), its .idx.npy (indices) and .png (grid)\n", o->sel_output);
     rc = CLI_OK;
 out:

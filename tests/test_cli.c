@@ -445,6 +445,51 @@ static void test_no_partial_outputs(void **state) {
     assert_false(file_exists(path));
 }
 
+/* nn select's grid is labelled as fl_grid_label says (index, true and predicted class by
+ * name; nn sa --grid uses the same function): the PNG equals one drawn here with those
+ * labels from the selected images and the model's predictions. */
+static void test_grid_labels(void **state) {
+    TU_NEED(have_data, "dataset-fashion-mnist (/usr/share/datasets/fashion-mnist)");
+    const char *L = "tests/fixtures/cover/lenet1.onnx";
+    char out[160], p[200];
+    snprintf(out, sizeof out, "%s/g.npy", tmp);
+    expect(run(1, F "nn select -m %s -d fashion-mnist:test --limit 60 --number 6 -o %s -q", L, out), 0, NULL);
+    fl_err e = {0};
+    fl_model *m;
+    fl_dataset *d;
+    fl_tensor x = {0};
+    fl_npy idx;
+    assert_int_equal(fl_onnx_load(L, &m, &e), FL_OK);
+    assert_int_equal(fl_dataset_load("fashion-mnist:test", NULL, 60, &d, &e), FL_OK);
+    assert_int_equal(fl_npy_read_tensor(out, &x, &e), FL_OK);
+    snprintf(p, sizeof p, "%s/g.idx.npy", tmp);
+    assert_int_equal(fl_npy_read(p, &idx, &e), FL_OK);
+    assert_int_equal(fl_model_forward(m, &x, &e), FL_OK);
+    const fl_tensor *z = fl_model_output(m, 0);
+    char text[6][160];
+    const char *labels[6];
+    for (int i = 0; i < 6; i++) {
+        int best = 0;
+        for (int k = 1; k < z->shape[1]; k++)
+            if (z->data[i * z->shape[1] + k] > z->data[i * z->shape[1] + best]) best = k;
+        int64_t j = ((int64_t *)idx.data)[i];
+        fl_grid_label(d, j, best, NULL, text[i], sizeof text[i]);
+        labels[i] = text[i];
+        char want[64];
+        snprintf(want, sizeof want, "#%lld\n%s\n->", (long long)j, d->class_names[d->y[j]]);
+        assert_memory_equal(text[i], want, strlen(want));
+    }
+    snprintf(p, sizeof p, "%s/g.want.png", tmp);
+    assert_int_equal(fl_image_grid_write_scaled(p, x.data, 6, 1, 28, 28, 6, labels, &d->scale, &e),
+                     FL_OK);
+    res r = run(0, "cmp %s %s/g.png && echo same", p, tmp);
+    expect(r, 0, "same");
+    fl_npy_free(&idx);
+    fl_tensor_free(&x);
+    fl_dataset_free(d);
+    fl_model_free(m);
+}
+
 /* -q means one thing everywhere: stderr is silent (no notes, progress or status) unless
  * something fails, and stdout, the results, is the same with and without it. */
 static void test_quiet(void **state) {
@@ -797,6 +842,7 @@ int main(void) {
         cmocka_unit_test(test_output_paths),
         cmocka_unit_test(test_no_partial_outputs),
         cmocka_unit_test(test_quiet),
+        cmocka_unit_test(test_grid_labels),
         cmocka_unit_test(test_train),
         cmocka_unit_test(test_train_reproducible_with_bar),
         cmocka_unit_test(test_train_ctrl_c),

@@ -93,7 +93,8 @@ static fl_status model_traces(const cli_opts *o, fl_model *m, const char *spec, 
 }
 
 /* --grid: the --top most surprising inputs as a labelled image grid, most surprising first;
- * each tile says "#index", the predicted class and the SA value. */
+ * each tile is labelled as every flare grid (fl_grid_label: "#index" and the SA value, the
+ * true and the predicted class). */
 static fl_status write_grid(const cli_opts *o, const fl_dataset *d, const traces *te,
                             const double *v, fl_err *e) {
     int64_t k = o->sa_top, idx[256];
@@ -101,13 +102,13 @@ static fl_status write_grid(const cli_opts *o, const fl_dataset *d, const traces
     k = fl_select_top(v, te->n, k, 1, idx);
     if (k == 0) return fl_fail(e, FL_ERR_ARG, "--grid: no input has a finite SA value");
     fl_tensor x = {0};
-    char text[256][64];
+    char text[256][160];
     const char *labels[256];
     fl_status st = fl_dataset_gather(d, idx, k, &x, NULL, e);
     for (int64_t i = 0; i < k && st == FL_OK; i++) {
-        int p = te->pred[idx[i]];
-        const char *cls = p >= 0 && p < d->n_classes ? d->class_names[p] : "?";
-        snprintf(text[i], sizeof text[i], "#%lld %.3g\n%s", (long long)idx[i], v[idx[i]], cls);
+        char score[32];
+        snprintf(score, sizeof score, "%.3g", v[idx[i]]);
+        fl_grid_label(d, idx[i], te->pred[idx[i]], score, text[i], sizeof text[i]);
         labels[i] = text[i];
     }
     if (st == FL_OK)

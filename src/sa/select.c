@@ -443,12 +443,8 @@ fl_status fl_selection_save(const fl_selection *s, const fl_dataset *test, const
         st = fl_npy_write(idx_path, FL_DT_I64, 1, (int64_t[]){s->n}, s->index, e);
     idx_written = images_written && st == FL_OK;
     for (int64_t j = 0; st == FL_OK && j < s->n; j++) {
-        int y = test->y ? test->y[s->index[j]] : -1;
-        int c = y >= 0 ? y : s->pred[j];
-        const char *name = c >= 0 && c < test->n_classes && test->class_names ? test->class_names[c] : "";
-        char buf[96], pred[16] = "";
-        if (y >= 0 && s->pred[j] != y) snprintf(pred, sizeof pred, " p=%d", (int)s->pred[j]);
-        snprintf(buf, sizeof buf, "#%lld%s\n%.40s", (long long)s->index[j], pred, name);
+        char buf[160];
+        fl_grid_label(test, s->index[j], s->pred[j], NULL, buf, sizeof buf);
         if (!(labels[j] = strdup(buf))) st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
     }
     if (st == FL_OK)

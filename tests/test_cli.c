@@ -490,6 +490,25 @@ static void test_grid_labels(void **state) {
     fl_model_free(m);
 }
 
+/* nn cover's text output says which layer and bounds lsc / dsc used (chosen or given). */
+static void test_cover_text(void **state) {
+    TU_NEED(have_data, "dataset-fashion-mnist (/usr/share/datasets/fashion-mnist)");
+    res r = run(0, F "nn cover -m tests/fixtures/cover/lenet1.onnx -c lsc:10,dsc:20::0:5 "
+                     "-l /relu2/Relu_output_0 --train fashion-mnist:train -n 50 -q");
+    assert_contains(r.out, "lsc:10: layer /relu2/Relu_output_0 (12 neurons), 10 buckets over [");
+    assert_contains(r.out, "(bounds from 1000 training inputs' SA)");
+    expect(r, 0, "dsc:20::0:5: layer /relu2/Relu_output_0 (12 neurons), 20 buckets over [0, 5]\n");
+    r = run(0, F "nn cover -m tests/fixtures/cover/lenet1.onnx -c dsc -l /relu2/Relu_output_0 "
+                 "--train fashion-mnist:train -n 50 -q --json");
+    cJSON *j = parse_json(r.out);
+    const cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "criteria"), 0);
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(c0, "detail");
+    assert_true(cJSON_IsString(d));
+    assert_contains(d->valuestring, "layer /relu2/Relu_output_0");
+    cJSON_Delete(j);
+    free(r.out);
+}
+
 /* -q means one thing everywhere: stderr is silent (no notes, progress or status) unless
  * something fails, and stdout, the results, is the same with and without it. */
 static void test_quiet(void **state) {
@@ -843,6 +862,7 @@ int main(void) {
         cmocka_unit_test(test_no_partial_outputs),
         cmocka_unit_test(test_quiet),
         cmocka_unit_test(test_grid_labels),
+        cmocka_unit_test(test_cover_text),
         cmocka_unit_test(test_train),
         cmocka_unit_test(test_train_reproducible_with_bar),
         cmocka_unit_test(test_train_ctrl_c),

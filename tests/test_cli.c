@@ -509,6 +509,24 @@ static void test_cover_text(void **state) {
     free(r.out);
 }
 
+/* nn eval: a class with no images says "no images" (null in JSON), not an accuracy of 0. */
+static void test_eval_empty_classes(void **state) {
+    TU_NEED(have_data, "dataset-fashion-mnist (/usr/share/datasets/fashion-mnist)");
+    /* the first 3 test images are of classes 9, 2 and 1 */
+    res r = run(0, F "nn eval -m tests/fixtures/cover/lenet1.onnx -n 3");
+    assert_contains(r.out, "T-shirt/top");
+    if (!strstr(r.out, "0  T-shirt/top") || !strstr(strstr(r.out, "0  T-shirt/top"), "no images"))
+        fail_msg("class 0 has no images:\n%s", r.out);
+    expect(r, 0, "Ankle boot");
+    r = run(0, F "nn eval -m tests/fixtures/cover/lenet1.onnx -n 3 --json");
+    cJSON *j = parse_json(r.out);
+    const cJSON *cls = cJSON_GetObjectItemCaseSensitive(j, "classes");
+    assert_true(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(cls, 0), "accuracy")));
+    assert_true(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(cls, 9), "accuracy")));
+    cJSON_Delete(j);
+    free(r.out);
+}
+
 /* -q means one thing everywhere: stderr is silent (no notes, progress or status) unless
  * something fails, and stdout, the results, is the same with and without it. */
 static void test_quiet(void **state) {
@@ -863,6 +881,7 @@ int main(void) {
         cmocka_unit_test(test_quiet),
         cmocka_unit_test(test_grid_labels),
         cmocka_unit_test(test_cover_text),
+        cmocka_unit_test(test_eval_empty_classes),
         cmocka_unit_test(test_train),
         cmocka_unit_test(test_train_reproducible_with_bar),
         cmocka_unit_test(test_train_ctrl_c),

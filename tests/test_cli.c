@@ -527,6 +527,34 @@ static void test_eval_empty_classes(void **state) {
     free(r.out);
 }
 
+/* nn info shows a symbolic dimension by the name the file declares (here the fixture's "N",
+ * renamed "B" in place: same length, so no protobuf length changes). */
+static void test_info_symbolic_dims(void **state) {
+    uint8_t *buf;
+    size_t len;
+    fl_err e = {0};
+    assert_int_equal(fl_file_read("tests/fixtures/cover/lenet1.onnx", &buf, &len, &e), FL_OK);
+    static const char dim[] = "\x12\x01N\n\x02\x08\x01"; /* dim_param "N", then dim 1 */
+    uint8_t *at = NULL;
+    for (size_t i = 0; i + sizeof dim - 1 <= len && !at; i++)
+        if (!memcmp(buf + i, dim, sizeof dim - 1)) at = buf + i;
+    assert_non_null(at);
+    at[2] = 'B';
+    char path[128];
+    snprintf(path, sizeof path, "%s/named.onnx", tmp);
+    assert_int_equal(fl_file_write_atomic(path, buf, len, &e), FL_OK);
+    free(buf);
+    expect(run(0, F "nn info -m %s", path), 0, "input   input [B,1,28,28]");
+    res r = run(0, F "nn info -m %s --json", path);
+    cJSON *j = parse_json(r.out);
+    const cJSON *in = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "inputs"), 0);
+    const cJSON *names = cJSON_GetObjectItemCaseSensitive(in, "dim_names");
+    assert_string_equal(cJSON_GetArrayItem(names, 0)->valuestring, "B");
+    assert_true(cJSON_IsNull(cJSON_GetArrayItem(names, 1)));
+    cJSON_Delete(j);
+    free(r.out);
+}
+
 /* -q means one thing everywhere: stderr is silent (no notes, progress or status) unless
  * something fails, and stdout, the results, is the same with and without it. */
 static void test_quiet(void **state) {
@@ -882,6 +910,7 @@ int main(void) {
         cmocka_unit_test(test_grid_labels),
         cmocka_unit_test(test_cover_text),
         cmocka_unit_test(test_eval_empty_classes),
+        cmocka_unit_test(test_info_symbolic_dims),
         cmocka_unit_test(test_train),
         cmocka_unit_test(test_train_reproducible_with_bar),
         cmocka_unit_test(test_train_ctrl_c),

@@ -7,14 +7,17 @@
 #include "cli/cli.h"
 #include "flare/onnx.h"
 
-/* "[N,1,28,28]": declared input shape, free dimensions as N (first) or ? (others). */
-static void decl_str(const fl_value *v, char *buf, size_t n) {
+/* "[batch,1,28,28]": input i's declared shape, a symbolic dimension by the name the file
+ * gives it, an unnamed free one as N (first) or ? (others). */
+static void decl_str(const fl_model *m, int i, char *buf, size_t n) {
+    const fl_value *v = &m->values[m->inputs[i]];
     size_t k = (size_t)snprintf(buf, n, "[");
     for (int d = 0; d < v->decl_ndim && k < n; d++) {
+        const char *name = m->input_dim_name[i][d];
         if (v->decl_shape[d] > 0)
             k += (size_t)snprintf(buf + k, n - k, "%s%lld", d ? "," : "", (long long)v->decl_shape[d]);
         else
-            k += (size_t)snprintf(buf + k, n - k, "%s%s", d ? "," : "", d ? "?" : "N");
+            k += (size_t)snprintf(buf + k, n - k, "%s%s", d ? "," : "", name ? name : d ? "?" : "N");
     }
     if (k < n) snprintf(buf + k, n - k, "]");
 }
@@ -37,6 +40,11 @@ static void print_json(const cli_opts *o, const fl_model *m, const fl_layer_info
         cJSON *x = cJSON_CreateObject();
         cJSON_AddStringToObject(x, "name", v->name);
         cJSON_AddItemToObject(x, "shape", shape_json(v->decl_ndim, v->decl_shape));
+        cJSON *names = cJSON_AddArrayToObject(x, "dim_names"); /* symbolic dims, as declared */
+        for (int d = 0; d < v->decl_ndim; d++)
+            cJSON_AddItemToArray(names, m->input_dim_name[i][d]
+                                            ? cJSON_CreateString(m->input_dim_name[i][d])
+                                            : cJSON_CreateNull());
         cJSON_AddItemToArray(ins, x);
     }
     cJSON *outs = cJSON_AddArrayToObject(j, "outputs");
@@ -71,9 +79,8 @@ static void print_table(const cli_opts *o, const fl_model *m, const fl_layer_inf
     if (m->producer_name && *m->producer_name) printf("  (producer %s", m->producer_name);
     printf("%sopset %d%s\n", m->producer_name && *m->producer_name ? ", " : "  (", m->opset, ")");
     for (int i = 0; i < m->n_inputs; i++) {
-        const fl_value *v = &m->values[m->inputs[i]];
-        decl_str(v, shp, sizeof shp);
-        printf("input   %s %s\n", v->name, shp);
+        decl_str(m, i, shp, sizeof shp);
+        printf("input   %s %s\n", m->values[m->inputs[i]].name, shp);
     }
     for (int i = 0; i < m->n_outputs; i++) {
         const fl_tensor *t = fl_model_tensor(m, fl_model_output_name(m, i));

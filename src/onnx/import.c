@@ -133,6 +133,17 @@ static fl_status add_graph_inputs(loader *L, int *ins, int *n_ins) {
         int v = fl_model_add_value(L->m, vi->name, FL_VAL_INPUT, &decl, L->e);
         if (v < 0) return with_file(L, L->e->status);
         L->m->values[v].onnx_dtype = dt;
+        /* symbolic dims keep their names, for nn info */
+        const Onnx__TypeProto *tp = vi->type;
+        const Onnx__TensorShapeProto *sp = tp && tp->tensor_type ? tp->tensor_type->shape : NULL;
+        for (size_t d = 0; sp && d < sp->n_dim && d < FL_MAX_DIMS; d++) {
+            const Onnx__TensorShapeProto__Dimension *dim = sp->dim[d];
+            if (!dim || dim->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM ||
+                !dim->dim_param || !*dim->dim_param)
+                continue;
+            if (!(L->m->input_dim_name[*n_ins][d] = strdup(dim->dim_param)))
+                return fl_fail(L->e, FL_ERR_NOMEM, "%s: out of memory", L->file);
+        }
         ins[(*n_ins)++] = v;
     }
     return FL_OK;

@@ -414,6 +414,21 @@ static void test_output_paths(void **state) {
            "is a directory");
 }
 
+/* An input that does not fit the model: the error names the model file. */
+static void test_shape_errors_name_model(void **state) {
+    int64_t shp[4] = {2, 1, 20, 20};
+    fl_tensor x = {0};
+    fl_err e = {0};
+    assert_int_equal(fl_tensor_alloc(&x, 4, shp), FL_OK);
+    char in[128];
+    snprintf(in, sizeof in, "%s/small.npy", tmp);
+    assert_int_equal(fl_npy_write_tensor(in, &x, &e), FL_OK);
+    fl_tensor_free(&x);
+    res r = run(1, F "nn run -m tests/fixtures/cover/lenet1.onnx -i %s -o %s/small_y.npy", in, tmp);
+    assert_contains(r.out, "expects shape");
+    expect(r, 1, "flare: tests/fixtures/cover/lenet1.onnx: input 'input'");
+}
+
 /* A command that fails leaves no partial outputs. */
 static void test_no_partial_outputs(void **state) {
     char dir[128], path[256];
@@ -905,6 +920,7 @@ int main(void) {
         cmocka_unit_test(test_help_examples),
         cmocka_unit_test(test_runtime_errors),
         cmocka_unit_test(test_output_paths),
+        cmocka_unit_test(test_shape_errors_name_model),
         cmocka_unit_test(test_no_partial_outputs),
         cmocka_unit_test(test_quiet),
         cmocka_unit_test(test_grid_labels),

@@ -116,6 +116,7 @@ typedef struct fl_model {
     uint8_t *touched;   /* per value, during backward: gradient is non-zero */
     fl_rng rng;         /* Dropout masks */
     char *producer_name; /* from the ONNX file, for info */
+    char *path;          /* the file fl_onnx_load read, which forward's errors name; or NULL */
     /* graph input i's symbolic dimensions as the file names them ("batch_size"); NULL for a
      * fixed or unnamed one (for info: decl_shape holds 0 there) */
     char *input_dim_name[8][FL_MAX_DIMS];

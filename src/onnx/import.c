@@ -513,5 +513,10 @@ fl_status fl_onnx_load(const char *path, fl_model **out, fl_err *e) {
     if (st != FL_OK) return st;
     st = fl_onnx_load_buffer(buf, len, path, out, e);
     free(buf);
+    if (st == FL_OK && !((*out)->path = strdup(path))) {
+        fl_model_free(*out);
+        *out = NULL;
+        return fl_fail(e, FL_ERR_NOMEM, "%s: out of memory", path);
+    }
     return st;
 }

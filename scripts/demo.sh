@@ -50,6 +50,6 @@ rm -rf "$out/agents"   # a folder holding a campaign is only resumed (-i -), nev
 # hang waits the whole timeout (with -t 500, 36 hangs took 18 of the 20 s: 3 981 cases; with
 # -t 100, 13 430 cases and more features)
 "$flare" agents fuzz -i examples/agents/seeds -o "$out/agents" --spec examples/agents/spec.json \
-    -V "${DEMO_AGENTS_SECONDS:-20}" -s 1 -t 100 -- "$examples/taskforce"
+    -V "${DEMO_AGENTS_SECONDS:-20}" -s 1 -T 100 -- "$examples/taskforce"
 echo "replay the failing cases (exit 1 while any still fails):"
 echo "  $flare agents replay $out/agents/failures -- $examples/taskforce"

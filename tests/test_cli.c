@@ -327,6 +327,7 @@ static void test_did_you_mean(void **state) {
     expect(run(1, F "nn train --epoch 3"), 2, "did you mean --epochs?");
     expect(run(1, F "nn cover --crtieria nc"), 2, "did you mean --criteria?");
     expect(run(1, F "agents fuzz --max-exec 3"), 2, "did you mean --max-execs?");
+    expect(run(1, F "nn train -a lnet5 -o m.onnx"), 2, "did you mean lenet5?"); /* a value */
     res r = run(1, F "nn train --zzzzzz 3");
     if (strstr(r.out, "did you mean")) fail_msg("a guess for --zzzzzz:\n%s", r.out);
     expect(r, 2, "unknown flag --zzzzzz");

@@ -244,8 +244,22 @@ static int set_value(int i, const char *v, cli_opts *o, char *why, size_t nwhy) 
         *(const char **)dst = v;
         break;
     case FT_CHOICE:
-        if (!choice_ok(f->metavar, v))
+        if (!choice_ok(f->metavar, v)) {
+            char words[32][64]; /* the choices, for "did you mean" */
+            int k = 0;
+            cli_suggest sg;
+            cli_suggest_init(&sg, v);
+            for (const char *p = f->metavar; *p && k < 32;) {
+                size_t len = strcspn(p, "|");
+                snprintf(words[k], sizeof words[k], "%.*s", (int)len, p);
+                cli_suggest_add(&sg, words[k++]);
+                p += len + (p[len] == '|');
+            }
+            if (sg.best)
+                return snprintf(why, nwhy, "'%s' is not one of %s; did you mean %s?", v,
+                                f->metavar, sg.best), -1;
             return snprintf(why, nwhy, "'%s' is not one of %s", v, f->metavar), -1;
+        }
         *(const char **)dst = v;
         break;
     case FT_BOOL:

@@ -25,7 +25,7 @@ echo "== test adequacy: profile the training set, cover the test set, rank by su
     --data fashion-mnist:test --train fashion-mnist:train --important "$out/important.json" \
     --criteria nc:0.5,kmnc:1000,nbc,snac,tknc:3,tknp,idc,lsc,dsc >"$out/coverage.txt"
 sed -n '/^criterion/,/^$/p' "$out/coverage.txt"   # the summary; per-layer tables follow in the file
-"$flare" nn sa --kind dsa --model "$out/lenet5.onnx" --layer /relu4/Relu_output_0 \
+"$flare" nn sa --kind dsa --model "$out/lenet5.onnx" --layers /relu4/Relu_output_0 \
     --train fashion-mnist:train --test fashion-mnist:test --buckets 1000 \
     --grid "$out/surprising.png" -o "$out/dsa.npy"
 echo

@@ -543,8 +543,9 @@ static void test_eval_empty_classes(void **state) {
     free(r.out);
 }
 
-/* nn info shows a symbolic dimension by the name the file declares (here the fixture's "N",
- * renamed "B" in place: same length, so no protobuf length changes). */
+/* nn info shows a symbolic dimension by the name the file declares, in inputs and outputs
+ * (here the fixture's "N"s, renamed "B" and "M" in place: same length, so no protobuf length
+ * changes). */
 static void test_info_symbolic_dims(void **state) {
     uint8_t *buf;
     size_t len;
@@ -556,17 +557,29 @@ static void test_info_symbolic_dims(void **state) {
         if (!memcmp(buf + i, dim, sizeof dim - 1)) at = buf + i;
     assert_non_null(at);
     at[2] = 'B';
+    static const char odim[] = "\x12\x01N\n\x02\x08\x0a"; /* the output's: [N,10] */
+    at = NULL;
+    for (size_t i = 0; i + sizeof odim - 1 <= len && !at; i++)
+        if (!memcmp(buf + i, odim, sizeof odim - 1)) at = buf + i;
+    assert_non_null(at);
+    at[2] = 'M';
     char path[128];
     snprintf(path, sizeof path, "%s/named.onnx", tmp);
     assert_int_equal(fl_file_write_atomic(path, buf, len, &e), FL_OK);
     free(buf);
-    expect(run(0, F "nn info -m %s", path), 0, "input   input [B,1,28,28]");
+    res t = run(0, F "nn info -m %s", path);
+    assert_contains(t.out, "output  logits [M,10]");
+    expect(t, 0, "input   input [B,1,28,28]");
     res r = run(0, F "nn info -m %s --json", path);
     cJSON *j = parse_json(r.out);
     const cJSON *in = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "inputs"), 0);
     const cJSON *names = cJSON_GetObjectItemCaseSensitive(in, "dim_names");
     assert_string_equal(cJSON_GetArrayItem(names, 0)->valuestring, "B");
     assert_true(cJSON_IsNull(cJSON_GetArrayItem(names, 1)));
+    const cJSON *out = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "outputs"), 0);
+    names = cJSON_GetObjectItemCaseSensitive(out, "dim_names");
+    assert_string_equal(cJSON_GetArrayItem(names, 0)->valuestring, "M");
+    assert_int_equal(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(out, "shape"), 1)->valueint, 10);
     cJSON_Delete(j);
     free(r.out);
 }

@@ -120,6 +120,11 @@ typedef struct fl_model {
     /* graph input i's symbolic dimensions as the file names them ("batch_size"); NULL for a
      * fixed or unnamed one (for info: decl_shape holds 0 there) */
     char *input_dim_name[8][FL_MAX_DIMS];
+    /* graph output i's shape as the file declares it (ndim 0: not declared; 0 entries are
+     * free) and its symbolic dimensions' names, for info */
+    int output_decl_ndim[8];
+    int64_t output_decl_shape[8][FL_MAX_DIMS];
+    char *output_dim_name[8][FL_MAX_DIMS];
 } fl_model;
 
 /* ---- the op table ------------------------------------------------------------------------- */

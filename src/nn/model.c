@@ -48,7 +48,10 @@ void fl_model_free(fl_model *m) {
     free(m->producer_name);
     free(m->path);
     for (int i = 0; i < 8; i++)
-        for (int d = 0; d < FL_MAX_DIMS; d++) free(m->input_dim_name[i][d]);
+        for (int d = 0; d < FL_MAX_DIMS; d++) {
+            free(m->input_dim_name[i][d]);
+            free(m->output_dim_name[i][d]);
+        }
     free(m);
 }
 

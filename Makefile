@@ -13,7 +13,7 @@ CC      ?= gcc
 Q       ?= @
 MODE    ?= release
 BUILD   ?= build
-PKGS    := openblas libprotobuf-c libcjson libpng zlib libcurl
+PKGS    := openblas libprotobuf-c libcjson libpng zlib libcurl libmicrohttpd
 WARN    := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wstrict-prototypes
 CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -fPIC -Iinclude -Isrc -I$(BUILD)/gen $(WARN) \
                $(shell pkg-config --cflags $(PKGS) 2>/dev/null)

@@ -93,6 +93,19 @@ fi
 echo "== TensorFuzz nearest-neighbour search (exact, blocked sgemm), batch of 64, 10 logits =="
 "$build/bench/bench_fuzz" nn 10 | tee -a "$res"
 
+echo "== FuzzGAN: one training step (D step + G step through the model under test, batch 128), flare vs the same step in PyTorch; fuzzgan cases/s vs its forward passes alone =="
+gan=$build/bench/tmp/gan
+mkdir -p "$gan"
+"$build/flare" nn train --arch lenet1 --data fashion-mnist --epochs 1 --seed 1 --threads "$threads" \
+  -o "$gan/lenet1.onnx" -q >/dev/null 2>&1
+"$build/bench/bench_gan" train "$gan/lenet1.onnx" "$threads" 60 | tee -a "$res"
+if /usr/bin/python3 -c "import torch" 2>/dev/null; then
+  /usr/bin/python3 bench/gan_torch.py "$gan/lenet1.onnx" --threads "$threads" --batches 60 | tee -a "$res"
+fi
+"$build/flare" gan train -m "$gan/lenet1.onnx" -o "$gan/gen.onnx" -e 1 --max-batches 100 -s 1 \
+  -t "$threads" -q >/dev/null 2>&1
+"$build/bench/bench_gan" fuzz "$gan/lenet1.onnx" "$gan/gen.onnx" "$threads" "${BENCH_GAN_EXECS:-20000}" | tee -a "$res"
+
 echo "== flare agents: -p explore vs -p none on examples/agents (executions to every planted defect + every allowed edge, median of 5 seeds) =="
 mkdir -p "$build/examples"
 cc -std=c11 -O2 -Wall -Wextra -Werror -o "$build/examples/taskforce" examples/agents/*.c -lcjson -lm
@@ -165,6 +178,20 @@ for c in ("kmnc:100", "nc:0.75"):
         row(what, f"{g['coverage']:.1f}/{b['coverage']:.1f}% {g['failures']:.0f}/{b['failures']:.0f}", "both >", ok)
     else:
         missing(what, "both >", why())
+f, t = r.get("gan_train_flare"), r.get("gan_train_torch")
+what = "FuzzGAN training step: torch s / flare s (batch 128)"
+if f and t:
+    ratio = t["s_per_batch"] / f["s_per_batch"]
+    row(what, f"{ratio:.2f}x", "> 1x", ratio > 1)
+else:
+    missing(what, "> 1x", why("torch" if f else None))
+g = r.get("gan_fuzz_flare")
+what = "fuzzgan cases/s / its forward passes alone"
+if g:
+    ratio = g["cases_per_s"] / g["floor_cases_per_s"]
+    info(what, f"{ratio*100:.0f}% ({g['cases_per_s']:.0f}/{g['floor_cases_per_s']:.0f}/s)")
+else:
+    missing(what, "-", why())
 c = r.get("conv_vs_sgemm")
 what = "conv 64->64 3x3 [16,64,32,32] / bare sgemm"
 if c:

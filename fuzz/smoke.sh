@@ -9,7 +9,7 @@ out=build-fuzz
 mkdir -p "$out/obj"
 gen=build/gen
 [ -f "$gen/onnx/onnx.pb-c.c" ] || make --no-print-directory build/gen/onnx/onnx.pb-c.c >/dev/null
-pkgs="openblas libprotobuf-c libcjson libpng zlib libcurl"
+pkgs="openblas libprotobuf-c libcjson libpng zlib libcurl libmicrohttpd"
 san="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined"
 cflags="-g -O1 -std=c11 -D_GNU_SOURCE -Iinclude -Isrc -I$gen $(pkg-config --cflags $pkgs)"
 libs="$(pkg-config --libs $pkgs) -lm -lpthread"

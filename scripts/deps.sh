@@ -6,7 +6,7 @@ set -eu
 set_name=${1:-build}
 
 pkgs="build-essential pkg-config libopenblas-dev protobuf-c-compiler libprotobuf-c-dev
-      libonnx-dev zlib1g-dev libpng-dev libcjson-dev libcurl4-openssl-dev
+      libonnx-dev zlib1g-dev libpng-dev libcjson-dev libcurl4-openssl-dev libmicrohttpd-dev
       dataset-fashion-mnist"
 case "$set_name" in
   build) ;;

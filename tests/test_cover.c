@@ -739,6 +739,59 @@ static void test_profile_file(void **state) {
     fl_profile_free(p);
 }
 
+/* profile_v1.bin was written by flare before version 2 (a profile of the fixture model's layers
+ * over 50 inputs; also fuzz/corpus/profile/lenet1_all.bin): its checksum starts from
+ * version 1's mistyped basis. It still loads; what is saved is version 2 with the published
+ * FNV-1a 64; and each version's checksum is checked with its own basis. */
+static void test_profile_v1(void **state) {
+    (void)state;
+    fl_err e = {0};
+    fl_profile *q;
+    assert_int_equal(fl_profile_load(FIX "profile_v1.bin", &q, &e), FL_OK);
+    assert_int_equal(q->total, F.ls->total);
+    assert_int_equal(q->count, 50);
+    assert_int_equal(fl_profile_match(q, F.ls, &e), FL_OK);
+    const char *path = tmp("v2.bin");
+    assert_int_equal(fl_profile_save(q, path, &e), FL_OK);
+    uint8_t *buf, *old;
+    size_t len, olen;
+    uint32_t ver;
+    uint64_t sum;
+    assert_int_equal(fl_file_read(path, &buf, &len, &e), FL_OK);
+    assert_int_equal(fl_file_read(FIX "profile_v1.bin", &old, &olen, &e), FL_OK);
+    assert_int_equal(len, olen);
+    memcpy(&ver, buf + 8, 4);
+    assert_int_equal(ver, 2);
+    memcpy(&sum, buf + len - 8, 8);
+    assert_true(sum == fl_fnv1a(0xcbf29ce484222325ull, buf, len - 8));
+    /* apart from the version and the checksum, the bytes are version 1's */
+    assert_memory_equal(buf + 12, old + 12, len - 20);
+    fl_profile_free(q);
+    /* a version 1 file relabelled 2, and a version 2 file relabelled 1, fail their checksum */
+    const char *cut = tmp("relabel.bin");
+    old[8] = 2;
+    assert_int_equal(fl_file_write_atomic(cut, old, olen, &e), FL_OK);
+    assert_int_equal(fl_profile_load(cut, &q, &e), FL_ERR_FORMAT);
+    assert_non_null(strstr(e.msg, "checksum"));
+    buf[8] = 1;
+    assert_int_equal(fl_file_write_atomic(cut, buf, len, &e), FL_OK);
+    assert_int_equal(fl_profile_load(cut, &q, &e), FL_ERR_FORMAT);
+    assert_non_null(strstr(e.msg, "checksum"));
+    /* a damaged version 1 file too */
+    old[8] = 1;
+    old[olen / 2] ^= 0x40;
+    assert_int_equal(fl_file_write_atomic(cut, old, olen, &e), FL_OK);
+    assert_int_equal(fl_profile_load(cut, &q, &e), FL_ERR_FORMAT);
+    assert_non_null(strstr(e.msg, "checksum"));
+    /* versions it does not know */
+    buf[8] = 3;
+    assert_int_equal(fl_file_write_atomic(cut, buf, len, &e), FL_OK);
+    assert_int_equal(fl_profile_load(cut, &q, &e), FL_ERR_FORMAT);
+    assert_non_null(strstr(e.msg, "version 3, this flare reads 1 and 2"));
+    free(buf);
+    free(old);
+}
+
 
 /* ---- the commands (the binary is $FLARE_BIN, build/flare by default) ----------------------- */
 
@@ -852,6 +905,7 @@ int main(void) {
         cmocka_unit_test(test_nan),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_profile_file),
+        cmocka_unit_test(test_profile_v1),
         cmocka_unit_test(test_commands),
         cmocka_unit_test(test_layerset_skips_pad),
     };

@@ -541,15 +541,16 @@ static uint64_t mutate_digest(uint64_t seed, fl_fuzz_preset pr) {
     memcpy(img, i0, MN);
     fl_rng r;
     fl_rng_seed(&r, seed);
-    uint64_t hsh = 1469598103934665603ull;
+    uint64_t hsh = FL_FNV_BASIS;
     int au = 0;
     for (int i = 0; i < 300; i++) {
         fl_xform used = {0};
         int ok = fl_fuzz_mutate(&m, img, i0, MC, MH, MW, &au, 0.02, 0.2, pr == FL_PRESET_NLC,
                                 50, &r, out, ni0, &used);
-        hsh = (hsh ^ (uint64_t)(ok * 16 + (int)used.kind)) * 1099511628211ull;
+        uint8_t what = (uint8_t)(ok * 16 + (int)used.kind);
+        hsh = fl_fnv1a(hsh, &what, 1);
         if (ok) {
-            for (int j = 0; j < MN; j++) hsh = (hsh ^ out[j]) * 1099511628211ull;
+            hsh = fl_fnv1a(hsh, out, MN);
             if (au && fl_xform_is_affine(used.kind)) memcpy(i0, ni0, MN);
             memcpy(img, out, MN);
         }

@@ -91,7 +91,11 @@ static void serve(int fd) {
     if (!strcmp(path, "/array")) reply(fd, "200 OK", json, array, sizeof array - 1);
     else if (!strcmp(path, "/jsonl")) reply(fd, "200 OK", "", jsonl, sizeof jsonl - 1);
     else if (!strcmp(path, "/pointer")) reply(fd, "200 OK", json, pointer, sizeof pointer - 1);
-    else if (!strcmp(path, "/500")) reply(fd, "500 Internal Server Error", json, "{\"error\":\"boom\"}", 16);
+    else if (!strcmp(path, "/alternate")) { /* the array, then an empty body, and so on */
+        static int k;
+        if (k++ % 2 == 0) reply(fd, "200 OK", json, array, sizeof array - 1);
+        else reply(fd, "200 OK", json, "", 0);
+    } else if (!strcmp(path, "/500")) reply(fd, "500 Internal Server Error", json, "{\"error\":\"boom\"}", 16);
     else if (!strcmp(path, "/404")) reply(fd, "404 Not Found", json, "{}", 2);
     else if (!strcmp(path, "/redirect")) {
         char loc[128];
@@ -229,6 +233,33 @@ static void test_jsonl_implicit_done(void **state) {
         fl_trace_free(tr);
     }
     fl_case_free(c);
+}
+
+/* One target, two cases: the second response has no body, and the first one's is not read
+ * again. */
+static void test_empty_after_full(void **state) {
+    (void)state;
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/alternate", g_port);
+    fl_http_opts h;
+    fl_http_opts_default(&h);
+    h.url = url;
+    fl_target_opts o;
+    fl_target_opts_default(&o);
+    o.http = &h;
+    fl_err e = {0};
+    fl_target *t = NULL;
+    if (fl_target_new(NULL, &o, &t, &e) != FL_OK) fail_msg("fl_target_new: %s", e.msg);
+    fl_case *c = mkcase("hi", NULL);
+    fl_trace *a = fl_trace_new(), *b = fl_trace_new();
+    assert_int_equal(fl_target_run(t, c, a, &e), FL_OK);
+    assert_int_equal(fl_target_run(t, c, b, &e), FL_OK);
+    assert_string_equal(fl_trace_output(a), "hello");
+    assert_int_equal(b->bytes, 0);
+    assert_null(fl_trace_output(b));
+    fl_trace_free(a), fl_trace_free(b);
+    fl_case_free(c);
+    fl_target_free(t);
 }
 
 static void test_pointer(void **state) {
@@ -512,6 +543,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_array_and_headers),
         cmocka_unit_test(test_jsonl_implicit_done),
+        cmocka_unit_test(test_empty_after_full),
         cmocka_unit_test(test_pointer),
         cmocka_unit_test(test_json_pointer_rfc6901),
         cmocka_unit_test(test_template),

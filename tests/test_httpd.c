@@ -1,6 +1,7 @@
-/* The tiny HTTP server (httpd.h) over a real loopback socket: Content-Length and chunked bodies,
- * keep-alive, gzip, Expect: 100-continue, and every limit and malformed request answered with
- * its status. The handler echoes what it saw, so the tests check what the server parsed. */
+/* The HTTP server (httpd.h, libmicrohttpd underneath) over a real loopback socket:
+ * Content-Length and chunked bodies, keep-alive, gzip, Expect: 100-continue, and every limit
+ * and malformed request answered with its status. The handler echoes what it saw, so the tests
+ * check what the server parsed. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -103,6 +104,17 @@ static resp once(fl_httpd *h, const char *raw, size_t n) {
     return r;
 }
 
+/* Send raw text on a new connection: 1 when the server closes it without a response. */
+static int closed_silently(fl_httpd *h, const char *raw) {
+    int fd = dial(fl_httpd_port(h));
+    rlen = 0;
+    put(fd, raw, strlen(raw));
+    resp r = {0};
+    int got = read_resp(fd, &r);
+    close(fd);
+    return !got && rlen == 0;
+}
+
 static cJSON *json_of(const resp *r) {
     cJSON *j = cJSON_Parse(r->body);
     if (!j) fail_msg("not JSON: %s", r->body);
@@ -176,7 +188,7 @@ static void test_limits(void **state) {
     resp r = once(h, "POST /echo HTTP/1.1\r\nContent-Length: 5000\r\n\r\n", 0);
     assert_int_equal(r.status, 413);
     assert_true(r.close);
-    assert_non_null(strstr(r.body, "Payload Too Large"));
+    assert_non_null(strstr(r.body, "Content Too Large")); /* RFC 9110's name for 413 */
     char big[400];
     int n = snprintf(big, sizeof big, "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
                                       "40\r\n%064d\r\n40\r\n%064d\r\n0\r\n\r\n", 1, 2);
@@ -191,8 +203,9 @@ static void test_limits(void **state) {
 
 static void test_bad_requests(void **state) {
     fl_httpd *h = start(1 << 20);
-    assert_int_equal(once(h, "GARBAGE\r\n\r\n", 0).status, 400);
-    assert_int_equal(once(h, "POST /echo HTTP/2.0\r\n\r\n", 0).status, 400);
+    /* no request line at all: libmicrohttpd closes without a word */
+    assert_true(closed_silently(h, "GARBAGE\r\n\r\n"));
+    assert_int_equal(once(h, "POST /echo HTTP/2.0\r\n\r\n", 0).status, 505);
     assert_int_equal(once(h, "POST /echo HTTP/1.1\r\nContent-Length: abc\r\n\r\n", 0).status, 400);
     assert_int_equal(once(h, "POST /echo HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nx", 0).status, 400);
     assert_int_equal(once(h, "POST /echo HTTP/1.1\r\nno colon here\r\n\r\n", 0).status, 400);

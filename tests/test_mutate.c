@@ -734,6 +734,12 @@ static void test_dict_file(void **state) {
     expect_dict_err(m, "a=\"x\"y\"", "unescaped");
     expect_dict_err(m, "a@=\"x\"", "level number");
     expect_dict_err(m, "a=\"tab\there\"", "control character");
+    /* a NUL byte: the line is named, nothing of the text is kept */
+    const char nul[] = "a=\"x\"\nb=\"y\0\"\n";
+    int before = fl_mutator_dict_size(m);
+    assert_int_equal(fl_mutator_add_dict_text(m, nul, sizeof nul - 1, "bad.dict", &e), FL_ERR_FORMAT);
+    if (!strstr(e.msg, "bad.dict:2: NUL byte")) fail_msg("'%s'", e.msg);
+    assert_int_equal(fl_mutator_dict_size(m), before);
     fl_mutator_free(m);
 }
 
@@ -760,6 +766,10 @@ static void test_lexicon_file(void **state) {
         if (!strstr(e.msg, bad[i].needle)) fail_msg("'%s' lacks '%s'", e.msg, bad[i].needle);
         assert_int_equal(fl_mutator_lexicon_groups(m), g0 + 2); /* all or nothing */
     }
+    const char nul[] = "p, q\nr, s\0\n";
+    assert_int_equal(fl_mutator_add_lexicon_text(m, nul, sizeof nul - 1, "u.lex", &e), FL_ERR_FORMAT);
+    if (!strstr(e.msg, "u.lex:2: NUL byte")) fail_msg("'%s'", e.msg);
+    assert_int_equal(fl_mutator_lexicon_groups(m), g0 + 2);
     char path[] = "/tmp/flare_test_lex_XXXXXX";
     int fd = mkstemp(path);
     assert_true(fd >= 0);

@@ -219,6 +219,28 @@ static void test_roundtrip_zoo(void **state) {
     }
 }
 
+/* metadata_props survive export and import; set replaces a key's value */
+static void test_metadata(void **state) {
+    (void)state;
+    fl_err e = {0};
+    fl_model *m, *back;
+    assert_int_equal(fl_zoo_build("lenet1", 1, 28, 28, 10, 1, &m, &e), FL_OK);
+    assert_int_equal(fl_model_meta_set(m, "flare.gan.nz", "62", &e), FL_OK);
+    assert_int_equal(fl_model_meta_set(m, "flare.gan.classes", "a,b", &e), FL_OK);
+    assert_int_equal(fl_model_meta_set(m, "flare.gan.nz", "64", &e), FL_OK);
+    assert_int_equal(m->n_meta, 2);
+    uint8_t *buf;
+    size_t len;
+    assert_int_equal(fl_onnx_save_buffer(m, &buf, &len, &e), FL_OK);
+    assert_int_equal(fl_onnx_load_buffer(buf, len, "meta.onnx", &back, &e), FL_OK);
+    assert_string_equal(fl_model_meta_get(back, "flare.gan.nz"), "64");
+    assert_string_equal(fl_model_meta_get(back, "flare.gan.classes"), "a,b");
+    assert_null(fl_model_meta_get(back, "absent"));
+    free(buf);
+    fl_model_free(back);
+    fl_model_free(m);
+}
+
 /* ---- broken files ------------------------------------------------------------------------------ */
 static uint8_t *read_all(const char *path, size_t *len) {
     fl_err e = {0};
@@ -587,7 +609,8 @@ static void test_inputs_constants_names(void **state) {
 }
 
 /* x [N,4] -> Shape -> Gather(0) -> Unsqueeze -> Concat with [-1] (order per `batch_first`)
- * -> Reshape(x). [N,-1] folds to [0,-1]; [-1,N] depends on the batch elsewhere: an error. */
+ * -> Reshape(x). [N,-1] folds to [0,-1]; [-1,N] depends on the batch elsewhere: it stays
+ * computed. */
 static fl_status shape_chain(int batch_first, int x_batch, fl_model **m, fl_err *e) {
     builder b;
     const int64_t one[1] = {1}, xd[2] = {x_batch, 4};
@@ -629,10 +652,35 @@ static void test_fold(void **state) {
     fl_tensor_free(&x);
     fl_model_free(m);
 
-    /* the batch in second position cannot be a constant */
-    assert_int_equal(shape_chain(0, 0, &m, &e), FL_ERR_UNSUPPORTED);
-    assert_non_null(strstr(e.msg, "cannot fold shape computation"));
-    assert_non_null(strstr(e.msg, "built.onnx"));
+    /* the batch in second position cannot be a constant: the chain stays and runs per batch */
+    if (shape_chain(0, 0, &m, &e) != FL_OK) fail_msg("%s", e.msg);
+    assert_int_equal(count_op(m, "Shape"), 1);
+    for (int64_t batch = 2; batch <= 3; batch++) {
+        int64_t sh[2] = {batch, 4};
+        x = tu_tensor(2, sh, NULL, 0, 0);
+        forward_ok(m, &x);
+        assert_int_equal(fl_model_output(m, 0)->shape[0], 4);
+        assert_int_equal(fl_model_output(m, 0)->shape[1], batch);
+        fl_tensor_free(&x);
+    }
+    fl_model_free(m);
+
+    /* a batch-dependent value read as data cannot be folded */
+    {
+        builder bd;
+        b_init(&bd, 13);
+        b_input(&bd, "x", 2, x_dims);
+        b_init_tensor(&bd, "zero", FL_ONNX_INT64, 0, NULL, (const float[]){0});
+        b_node(&bd, "Shape", "shape", "x", "s");
+        b_node(&bd, "Gather", "gather", "s,zero", "n");
+        Onnx__NodeProto *cast = b_node(&bd, "Cast", "cast", "n", "nf");
+        b_attr_int(&bd, cast, "to", FL_ONNX_FLOAT);
+        b_node(&bd, "Mul", "mul", "x,nf", "y");
+        b_output(&bd, "y");
+        assert_int_equal(b_load(&bd, &m, &e), FL_ERR_UNSUPPORTED);
+        assert_non_null(strstr(e.msg, "cannot fold shape computation 'nf' (read by node 'mul')"));
+        assert_non_null(strstr(e.msg, "built.onnx"));
+    }
 
     /* a constant-only sub-graph is left alone: no trial run, so free non-batch dims are fine */
     builder b;
@@ -662,6 +710,99 @@ static void test_fold(void **state) {
     fl_model_free(m);
 }
 
+/* ViT's class token as torch 1.13 exports token.expand(x.size(0), -1, -1): the size [N,-1,-1]
+ * from a Shape chain, -1 replaced by 1 through ConstantOfShape / Mul / Equal / Where, then
+ * Expand(token [1,1,4]) and Concat with x [N,2,4]. The size depends on the batch and no
+ * constant can say "the batch" to Expand, so the chain stays computed and the load works for
+ * any batch. */
+static void test_fold_keeps_expand_shape(void **state) {
+    fl_err e = {0};
+    fl_model *m;
+    builder b;
+    const int64_t xd[3] = {0, 2, 4}, one[1] = {1}, two[1] = {2}, tokd[3] = {1, 1, 4};
+    b_init(&b, 13);
+    b_input(&b, "x", 3, xd);
+    b_init_tensor(&b, "zero", FL_ONNX_INT64, 0, NULL, (const float[]){0});
+    b_init_tensor(&b, "axes", FL_ONNX_INT64, 1, one, (const float[]){0});
+    b_init_tensor(&b, "m1m1", FL_ONNX_INT64, 1, two, (const float[]){-1, -1});
+    b_init_tensor(&b, "flat", FL_ONNX_INT64, 1, one, (const float[]){-1});
+    b_init_tensor(&b, "neg", FL_ONNX_INT64, 0, NULL, (const float[]){-1});
+    b_init_tensor(&b, "token", FL_ONNX_FLOAT, 3, tokd, (const float[]){1, 2, 3, 4});
+    b_node(&b, "Shape", "shape", "x", "s");
+    b_node(&b, "Gather", "gather", "s,zero", "n");
+    b_node(&b, "Unsqueeze", "unsq", "n,axes", "n1");
+    Onnx__NodeProto *c = b_node(&b, "Concat", "concat", "n1,m1m1", "size0");
+    b_attr_int(&b, c, "axis", 0);
+    b_node(&b, "Reshape", "reshape", "size0,flat", "size");
+    b_node(&b, "Shape", "shape2", "size", "ssize");
+    Onnx__NodeProto *k = b_node(&b, "ConstantOfShape", "ones", "ssize", "ones");
+    Onnx__AttributeProto *a = b_attr(&b, k, "value");
+    a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR;
+    a->t = b_tensor(&b, NULL, FL_ONNX_INT64, 1, one, (const float[]){1});
+    b_node(&b, "Mul", "mul", "ones,neg", "negs");
+    b_node(&b, "Equal", "equal", "size,negs", "is_m1");
+    b_node(&b, "Where", "where", "is_m1,ones,size", "size1");
+    b_node(&b, "Expand", "expand", "token,size1", "tokens");
+    c = b_node(&b, "Concat", "cat", "tokens,x", "y");
+    b_attr_int(&b, c, "axis", 1);
+    b_output(&b, "y");
+    if (b_load(&b, &m, &e) != FL_OK) fail_msg("%s", e.msg);
+    assert_int_equal(count_op(m, "Expand"), 1);
+    assert_int_equal(count_op(m, "Where"), 1); /* kept: it computes Expand's shape per batch */
+    for (int64_t batch = 2; batch <= 5; batch += 3) {
+        int64_t shape[3] = {batch, 2, 4};
+        fl_tensor x = tu_tensor(3, shape, NULL, 0, 0);
+        forward_ok(m, &x);
+        const fl_tensor *y = fl_model_output(m, 0);
+        assert_int_equal(y->ndim, 3);
+        assert_int_equal(y->shape[0], batch);
+        assert_int_equal(y->shape[1], 3);
+        assert_float_equal(y->data[(batch - 1) * 12 + 3], 4, 0); /* the last example's token */
+        fl_tensor_free(&x);
+    }
+    int64_t s3[3] = {3, 2, 4};
+    fl_tensor x = tu_tensor(3, s3, NULL, 0, 0);
+    roundtrip(m, &x, "vit_token.onnx");
+    fl_tensor_free(&x);
+    fl_model_free(m);
+}
+
+/* A Reshape shape [N,-1] that is also read by a chain which stays computed (Max -> Expand's
+ * shape) keeps its batch entry: folding it to [0,-1] would make the Expand [1,4], not [N,4]. */
+static void test_fold_shared_reshape_shape(void **state) {
+    fl_err e = {0};
+    fl_model *m;
+    builder b;
+    const int64_t one[1] = {1}, two[1] = {2}, tokd[2] = {1, 4};
+    b_init(&b, 13);
+    b_input(&b, "x", 2, x_dims);
+    b_init_tensor(&b, "zero", FL_ONNX_INT64, 0, NULL, (const float[]){0});
+    b_init_tensor(&b, "axes", FL_ONNX_INT64, 1, one, (const float[]){0});
+    b_init_tensor(&b, "minus1", FL_ONNX_INT64, 1, one, (const float[]){-1});
+    b_init_tensor(&b, "floor", FL_ONNX_INT64, 1, two, (const float[]){1, 1});
+    b_init_tensor(&b, "token", FL_ONNX_FLOAT, 2, tokd, (const float[]){1, 2, 3, 4});
+    b_node(&b, "Shape", "shape", "x", "s");
+    b_node(&b, "Gather", "gather", "s,zero", "n");
+    b_node(&b, "Unsqueeze", "unsq", "n,axes", "n1");
+    Onnx__NodeProto *c = b_node(&b, "Concat", "concat", "n1,minus1", "shp");
+    b_attr_int(&b, c, "axis", 0);
+    b_node(&b, "Reshape", "reshape", "x,shp", "xr");
+    b_node(&b, "Max", "max", "shp,floor", "eshape");
+    b_node(&b, "Expand", "expand", "token,eshape", "tokens");
+    c = b_node(&b, "Concat", "cat", "xr,tokens", "y");
+    b_attr_int(&b, c, "axis", 0);
+    b_output(&b, "y");
+    if (b_load(&b, &m, &e) != FL_OK) fail_msg("%s", e.msg);
+    for (int64_t batch = 2; batch <= 3; batch++) {
+        int64_t shape[2] = {batch, 4};
+        fl_tensor x = tu_tensor(2, shape, NULL, 0, 0);
+        forward_ok(m, &x);
+        assert_int_equal(fl_model_output(m, 0)->shape[0], 2 * batch);
+        fl_tensor_free(&x);
+    }
+    fl_model_free(m);
+}
+
 /* ---- TensorProto files ------------------------------------------------------------------------- */
 static void test_tensor_files(void **state) {
     fl_err e = {0};
@@ -678,6 +819,24 @@ static void test_tensor_files(void **state) {
         assert_memory_equal(t.data, r.data, sizeof v);
         fl_tensor_free(&r);
     }
+    /* bool and the small integer types: written in their own width, clamped to their range */
+    const struct { int dt; float want[6]; } small[] = {
+        {FL_ONNX_BOOL, {1, 1, 1, 1, 1, 0}},
+        {FL_ONNX_INT8, {1, -2, 3, 127, -128, 0}},
+        {FL_ONNX_UINT8, {1, 0, 3, 255, 0, 0}},
+        {FL_ONNX_INT16, {1, -2, 3, 32767, -32768, 0}},
+        {FL_ONNX_UINT16, {1, 0, 3, 40000, 0, 0}},
+    };
+    for (size_t k = 0; k < sizeof small / sizeof small[0]; k++) {
+        int got = -1;
+        assert_true(fl_onnx_dtype_supported(small[k].dt));
+        assert_int_equal(fl_onnx_write_tensor(tmp("t.pb"), &t, small[k].dt, "t", &e), FL_OK);
+        assert_int_equal(fl_onnx_read_tensor(tmp("t.pb"), &r, &got, &e), FL_OK);
+        assert_int_equal(got, small[k].dt);
+        assert_memory_equal(r.data, small[k].want, sizeof v);
+        fl_tensor_free(&r);
+    }
+    assert_false(fl_onnx_dtype_supported(11)); /* double */
     t.data[0] = 2.6f; /* integers are rounded */
     assert_int_equal(fl_onnx_write_tensor(tmp("t.pb"), &t, FL_ONNX_INT64, "t", &e), FL_OK);
     assert_int_equal(fl_onnx_read_tensor(tmp("t.pb"), &r, NULL, &e), FL_OK);
@@ -698,8 +857,10 @@ int main(void) {
         cmocka_unit_test(test_roundtrip_parity),    cmocka_unit_test(test_roundtrip_zoo),
         cmocka_unit_test(test_truncated),           cmocka_unit_test(test_corrupted),
         cmocka_unit_test(test_unsupported_op),      cmocka_unit_test(test_bad_graphs),
+        cmocka_unit_test(test_fold_keeps_expand_shape),
+        cmocka_unit_test(test_fold_shared_reshape_shape),
         cmocka_unit_test(test_inputs_constants_names), cmocka_unit_test(test_fold),
-        cmocka_unit_test(test_tensor_files),
+        cmocka_unit_test(test_tensor_files),        cmocka_unit_test(test_metadata),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

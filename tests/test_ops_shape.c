@@ -507,6 +507,100 @@ static void test_size(void **state) {
     fl_tensor_free(&x);
 }
 
+/* ConstantOfShape: the value attribute's element and type, float 0 without it; an empty
+ * shape gives a scalar, a 0 entry an empty tensor. */
+static void test_constant_of_shape(void **state) {
+    fl_tensor shp = T(1, SHP(2), VALS(2, 3)), one = T(1, SHP(1), VALS(7));
+    fl_attr a = {.name = "value", .type = FL_ATTR_TENSOR, .t = one, .t_dtype = 7};
+    fl_model *m = must_run("ConstantOfShape", 1, &shp, (fl_value_kind[]){C}, 1, &a, 13);
+    assert_shape(fl_model_output(m, 0), 2, SHP(2, 3));
+    assert_values(fl_model_output(m, 0), VALS(7, 7, 7, 7, 7, 7));
+    assert_int_equal(m->values[m->outputs[0]].onnx_dtype, 7);
+    fl_model_free(m);
+    m = must_run("ConstantOfShape", 1, &shp, (fl_value_kind[]){C}, 0, NULL, 9);
+    assert_values(fl_model_output(m, 0), VALS(0, 0, 0, 0, 0, 0));
+    assert_int_equal(m->values[m->outputs[0]].onnx_dtype, 1);
+    fl_model_free(m);
+    fl_tensor empty = T(1, SHP(0), NULL);
+    m = must_run("ConstantOfShape", 1, &empty, (fl_value_kind[]){C}, 1, &a, 13);
+    assert_shape(fl_model_output(m, 0), 0, NULL);
+    fl_model_free(m);
+    shp.data[1] = -1;
+    must_fail("ConstantOfShape", 1, &shp, (fl_value_kind[]){C}, 0, NULL, 13, FL_ERR_SHAPE,
+              "negative");
+    fl_tensor two = T(1, SHP(2), VALS(1, 2));
+    a.t = two;
+    must_fail("ConstantOfShape", 1, &shp, (fl_value_kind[]){C}, 1, &a, 13, FL_ERR_FORMAT,
+              "one element");
+    fl_tensor_free(&shp), fl_tensor_free(&one), fl_tensor_free(&empty), fl_tensor_free(&two);
+}
+
+static void test_range(void **state) {
+    fl_tensor ins[3] = {T(0, NULL, VALS(10)), T(0, NULL, VALS(4)), T(0, NULL, VALS(-3))};
+    const fl_value_kind k[3] = {I, I, I};
+    fl_model *m = must_run("Range", 3, ins, k, 0, NULL, 11);
+    assert_shape(fl_model_output(m, 0), 1, SHP(2));
+    assert_values(fl_model_output(m, 0), VALS(10, 7));
+    fl_model_free(m);
+    ins[0].data[0] = 1, ins[1].data[0] = 2, ins[2].data[0] = 0.25f;
+    m = must_run("Range", 3, ins, k, 0, NULL, 11);
+    assert_values(fl_model_output(m, 0), VALS(1, 1.25f, 1.5f, 1.75f));
+    fl_model_free(m);
+    ins[2].data[0] = -1; /* the wrong direction: empty */
+    m = must_run("Range", 3, ins, k, 0, NULL, 11);
+    assert_shape(fl_model_output(m, 0), 1, SHP(0));
+    fl_model_free(m);
+    ins[2].data[0] = 0;
+    must_fail("Range", 3, ins, k, 0, NULL, 11, FL_ERR_ARG, "delta is 0");
+    fl_tensor_free(&ins[2]);
+    ins[2] = T(1, SHP(2), VALS(1, 1));
+    must_fail("Range", 3, ins, k, 0, NULL, 11, FL_ERR_SHAPE, "delta must be a scalar");
+    free_all(3, ins);
+}
+
+/* ViT's class token over a dynamic batch: Expand(token [1,1,4], Concat(Shape(x)[0:1],
+ * [1, 4])) follows the batch of x with no folding. */
+static void test_expand_follows_batch(void **state) {
+    fl_err e = {0};
+    fl_model *m = fl_model_new();
+    fl_tensor decl = {0};
+    fl_tensor_set_shape(&decl, 3, SHP(0, 2, 4));
+    fl_tensor tok = T(3, SHP(1, 1, 4), VALS(1, 2, 3, 4)), zero = T(1, SHP(1), VALS(0)),
+              onef = T(1, SHP(1), VALS(1)), rest = T(1, SHP(2), VALS(1, 4));
+    int x = fl_model_add_value(m, "x", I, &decl, &e);
+    int t = fl_model_add_value(m, "tok", FL_VAL_PARAM, &tok, &e);
+    int z = fl_model_add_value(m, "zero", C, &zero, &e), o = fl_model_add_value(m, "one", C, &onef, &e);
+    int rv = fl_model_add_value(m, "rest", C, &rest, &e);
+    int s = fl_model_add_op(m, "Shape", "shape", 1, &x, 0, NULL, &e);
+    int b = fl_model_add_op(m, "Slice", "batch", 3, (int[]){s, z, o}, 0, NULL, &e);
+    fl_attr a = fl_attr_int("axis", 0);
+    int c = fl_model_add_op(m, "Concat", "cat", 2, (int[]){b, rv}, 1, &a, &e);
+    int ex = fl_model_add_op(m, "Expand", "expand", 2, (int[]){t, c}, 0, NULL, &e);
+    int y = fl_model_add_op(m, "Concat", "tokens", 2, (int[]){ex, x}, 1,
+                            (fl_attr[]){fl_attr_int("axis", 1)}, &e);
+    assert_true(ex >= 0 && y >= 0);
+    assert_int_equal(fl_model_set_io(m, 1, &x, 1, &y, &e), FL_OK);
+    assert_int_equal(fl_model_finish(m, &e), FL_OK);
+    assert_int_equal(fl_model_want_param_grads(m, 1, &e), FL_OK);
+    for (int64_t batch = 2; batch <= 5; batch += 3) {
+        fl_tensor in = T(3, SHP(batch, 2, 4), NULL);
+        assert_int_equal(fl_model_forward(m, &in, &e), FL_OK);
+        const fl_tensor *out = fl_model_output(m, 0);
+        assert_shape(out, 3, SHP(batch, 3, 4));
+        assert_float_equal(out->data[(batch - 1) * 12 + 3], 4, 0); /* last example's token */
+        /* every example's copy of the token sends its gradient to the one parameter */
+        fl_tensor seed = T(3, SHP(batch, 3, 4), NULL);
+        for (int64_t i = 0; i < seed.size; i++) seed.data[i] = 1;
+        fl_model_zero_param_grads(m);
+        assert_int_equal(fl_model_backward_idx(m, 1, &y, &seed, &e), FL_OK);
+        assert_float_equal(fl_model_grad(m, "tok")->data[0], (float)batch, 0);
+        fl_tensor_free(&seed);
+        fl_tensor_free(&in);
+    }
+    fl_tensor_free(&tok), fl_tensor_free(&zero), fl_tensor_free(&onef), fl_tensor_free(&rest);
+    fl_model_free(m);
+}
+
 /* Arity errors are caught when the node is added. */
 static void test_arity(void **state) {
     fl_tensor x = T(1, SHP(2), NULL);
@@ -531,6 +625,8 @@ int main(void) {
         cmocka_unit_test(test_gather),       cmocka_unit_test(test_gradients),
         cmocka_unit_test(test_gather_scatter_add), cmocka_unit_test(test_shape_chain),
         cmocka_unit_test(test_size),         cmocka_unit_test(test_arity),
+        cmocka_unit_test(test_constant_of_shape), cmocka_unit_test(test_range),
+        cmocka_unit_test(test_expand_follows_batch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

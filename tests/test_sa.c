@@ -1,7 +1,9 @@
 /* Surprise adequacy and surprise coverage.
  *
  * Reference values: tests/fixtures/sa (make_sa.py: scipy.stats.gaussian_kde and sadl's DSA
- * and get_sc in numpy). LSA must agree within 1e-3 relative, DSA within 1e-5 relative. A
+ * and get_sc in numpy). LSA must agree within 1e-6 relative (the stored reference is float32),
+ * and within 1e-6 of a brute-force double KDE on traces built to defeat float kernels; DSA
+ * within 1e-5 relative. A
  * brute-force double-precision DSA in this file checks the blocked GEMM search on sets large
  * enough to span many blocks, with near-duplicates that defeat plain float arithmetic.
  * Edge cases: constant neurons, absent classes, d > n, collinear neurons, NaN, empty input. */
@@ -13,6 +15,7 @@
 #include "flare/data.h"
 #include "flare/sa.h"
 #include "flare/train.h"
+#include "sa/sa_int.h" /* fl__sa_lsa_all_exact */
 
 #define FIX "tests/fixtures/sa/"
 
@@ -106,7 +109,7 @@ static void test_lsa_matches_scipy(void **state) {
     load_fixture(&f);
     fl_sa_opts o;
     fl_sa_opts_init(&o, FL_SA_LSA);
-    double w = check_against(&f, &o, "lsa", 1e-3, 1e-12);
+    double w = check_against(&f, &o, "lsa", 1e-6, 1e-12); /* the reference is float32 */
     print_message("LSA: worst relative error vs scipy.stats.gaussian_kde %.2e\n", w);
     /* Neurons 3 and 7 have variance < 1e-5 in one class each: dropped everywhere. */
     fl_err e = {0};
@@ -123,7 +126,7 @@ static void test_lsa_matches_scipy(void **state) {
     o.neurons = keep;
     o.n_neurons = 6;
     o.var_threshold = 0;
-    check_against(&f, &o, "lsa", 1e-3, 1e-12);
+    check_against(&f, &o, "lsa", 1e-6, 1e-12);
     free_fixture(&f);
 }
 
@@ -300,6 +303,137 @@ static double brute_dsa(const float *tr, const int32_t *tp, int64_t n, int64_t d
     return sqrt(best) / sqrt(b);
 }
 
+/* gaussian_kde's log density by its definition, in double, by brute force: the kernel
+ * covariance K = n^(-2/(d+4)) cov(x, ddof=1) = L L^T, each kernel's exponent |L^-1 (q - x_i)|^2
+ * by forward substitution on the difference (no whitened coordinates, no |a|^2+|b|^2-2ab),
+ * then logsumexp - log det L - (d/2) log(2 pi) - log n. skip: a training row left out (-1:
+ * none), as leave-one-out scores it. */
+typedef struct kde_ref {
+    const float *x;
+    int n, d;
+    double L[8 * 8], logdet;
+} kde_ref;
+
+static void kde_ref_build(kde_ref *k, const float *x, int n, int d) {
+    assert_true(d <= 8);
+    double mu[8] = {0}, cov[8 * 8] = {0};
+    k->x = x, k->n = n, k->d = d;
+    for (int i = 0; i < n; i++)
+        for (int a = 0; a < d; a++) mu[a] += x[i * d + a] / (double)n;
+    for (int i = 0; i < n; i++)
+        for (int a = 0; a < d; a++)
+            for (int b = 0; b < d; b++)
+                cov[a * d + b] += (x[i * d + a] - mu[a]) * (x[i * d + b] - mu[b]);
+    double f2 = pow(n, -2.0 / (d + 4)) / (n - 1);
+    memset(k->L, 0, sizeof k->L);
+    k->logdet = 0;
+    for (int j = 0; j < d; j++) {
+        for (int i = j; i < d; i++) {
+            double t = cov[i * d + j] * f2;
+            for (int m = 0; m < j; m++) t -= k->L[i * d + m] * k->L[j * d + m];
+            k->L[i * d + j] = i == j ? sqrt(t) : t / k->L[j * d + j];
+        }
+        k->logdet += log(k->L[j * d + j]);
+    }
+}
+
+static double kde_ref_lsa(const kde_ref *k, const float *q, int skip) {
+    int d = k->d, n = 0;
+    double best = INFINITY, s = 0, *e = malloc(sizeof(double) * (size_t)k->n);
+    assert_non_null(e);
+    for (int i = 0; i < k->n; i++) {
+        double y[8], r = 0;
+        for (int a = 0; a < d; a++) {
+            double t = (double)q[a] - k->x[i * d + a];
+            for (int m = 0; m < a; m++) t -= k->L[a * d + m] * y[m];
+            y[a] = t / k->L[a * d + a];
+            r += y[a] * y[a];
+        }
+        e[i] = i == skip ? INFINITY : r;
+        if (e[i] < best) best = e[i];
+    }
+    for (int i = 0; i < k->n; i++)
+        if (i != skip) s += exp(-0.5 * (e[i] - best)), n++;
+    free(e);
+    return -(-0.5 * best + log(s) - k->logdet - 0.5 * d * log(2 * M_PI) - log(n));
+}
+
+/* Traces built to defeat float kernels: the class sits far from the origin (every neuron near
+ * 1000); a group of 3 traces lies far out of the bulk, where whitened norms are large and the
+ * float identity |a|^2 + |b|^2 - 2ab loses ~1e-3 of each kernel's exponent; 400 traces sit
+ * within 1e-3 of one bulk point (high density: hundreds of kernels near the largest). Inputs
+ * near the group, in the dense spot, and in the bulk must match the double reference within
+ * 1e-6 relative, and so must leave-one-out (float kernels with only the nearest one exact, as
+ * flare computed LSA before: 1.7e-5 at the far group). */
+static void test_lsa_exact_where_dense(void **state) {
+    (void)state;
+    enum { D = 8, N = 3000, M = 60 };
+    static float tr[N * D], q[M * D];
+    static int32_t tp[N], qp[M];
+    /* scale 1: LSA around 10; scale 0.3 shifts every LSA by 8 log 0.3 = -9.6, to around 0,
+     * where the relative bound is the hardest (and the inputs whose float tail might move LSA
+     * by 1e-6 of itself are computed again, every kernel exact) */
+    for (int pass = 0; pass < 2; pass++) {
+        float sc = pass ? 0.3f : 1.0f;
+        fl_rng r;
+        fl_rng_seed(&r, 41);
+        for (int i = 0; i < N; i++) {
+            for (int a = 0; a < D; a++) tr[i * D + a] = sc * (1000.0f + fl_rng_normal(&r));
+            if (i < 3) /* the far group */
+                for (int a = 0; a < D; a++) tr[i * D + a] = sc * (1050.0f + 1e-3f * fl_rng_normal(&r));
+            else if (i < 403) /* the dense spot */
+                for (int a = 0; a < D; a++) tr[i * D + a] = sc * (1000.5f + 1e-3f * fl_rng_normal(&r));
+        }
+        for (int i = 0; i < M; i++) {
+            for (int a = 0; a < D; a++) {
+                float base = i < 20 ? 1050.0f : i < 40 ? 1000.5f : 1000.0f;
+                float jit = i < 40 ? 2e-3f : 1.0f;
+                q[i * D + a] = sc * (base + jit * fl_rng_normal(&r));
+            }
+            qp[i] = 0;
+        }
+        kde_ref k;
+        kde_ref_build(&k, tr, N, D);
+        fl_sa_opts o;
+        fl_sa_opts_init(&o, FL_SA_LSA);
+        fl_sa *sa;
+        fl_err e = {0};
+        assert_int_equal(fl_sa_new(tr, tp, N, D, &o, &sa, &e), FL_OK);
+        assert_int_equal(fl_sa_kept(sa), D);
+        double out[M], worst = 0, at_ref = 0, loo[6];
+        int at = -1;
+        assert_int_equal(fl_sa_score(sa, q, qp, M, out, &e), FL_OK);
+        /* the all-exact path (rare on real data) gives the same values */
+        double ex[M];
+        fl__sa_lsa_all_exact(1);
+        assert_int_equal(fl_sa_score(sa, q, qp, M, ex, &e), FL_OK);
+        fl__sa_lsa_all_exact(0);
+        for (int i = 0; i < M; i++)
+            if (!(fabs(ex[i] - out[i]) <= 1e-6 * fabs(out[i])))
+                fail_msg("scale %g, input %d: all exact %.12g, as scored %.12g", sc, i, ex[i], out[i]);
+        for (int i = 0; i < M; i++) {
+            double ref = kde_ref_lsa(&k, q + i * D, -1), err = fabs(out[i] - ref) / fabs(ref);
+            if (err > worst) worst = err, at = i, at_ref = ref;
+        }
+        if (worst > 1e-6)
+            fail_msg("scale %g, input %d: LSA %.12g, reference %.12g (rel. %.2e, the worst)", sc,
+                     at, out[at], at_ref, worst);
+        int64_t idx[6] = {0, 1, 2, 3, 200, 2000};
+        assert_int_equal(fl_sa_score_train(sa, idx, 6, loo, &e), FL_OK);
+        for (int i = 0; i < 6; i++) {
+            double ref = kde_ref_lsa(&k, tr + idx[i] * D, (int)idx[i]);
+            double err = fabs(loo[i] - ref) / fabs(ref);
+            if (err > worst) worst = err;
+            if (err > 1e-6)
+                fail_msg("scale %g, training trace %lld left out: LSA %.12g, reference %.12g "
+                         "(rel. %.2e)", sc, (long long)idx[i], loo[i], ref, err);
+        }
+        print_message("LSA on dense and far traces, scale %g: worst relative error vs double "
+                      "%.2e\n", sc, worst);
+        fl_sa_free(sa);
+    }
+}
+
 static void test_dsa_blocked_vs_brute_force(void **state) {
     /* 4 classes, 3000 training traces (classes of ~750: several row blocks), 40 neurons with
      * a large common offset (norms >> distances), test inputs that are near-copies of training
@@ -416,20 +550,20 @@ static void test_errors(void **state) {
     int32_t tp2[N];
     memcpy(tp2, tp, sizeof tp);
     tp2[0] = tp2[2] = tp2[4] = 2;
-    expect_fail(tr, tp2, N, D, &lsa, FL_ERR_ARG, "needs more traces than neurons");
-    expect_fail(tr, tp2, N, D, &mdsa, FL_ERR_ARG, "class 2 has 3 training traces");
+    expect_fail(tr, tp2, N, D, &lsa, FL_ERR_DATA, "needs more traces than neurons");
+    expect_fail(tr, tp2, N, D, &mdsa, FL_ERR_DATA, "class 2 has 3 training traces");
     /* A neuron that is a linear combination of others (not constant): Cholesky fails. */
     float col[N * D];
     memcpy(col, tr, sizeof tr);
     for (int i = 0; i < N; i++) col[i * D + 3] = col[i * D + 0] + col[i * D + 1];
-    expect_fail(col, tp, N, D, &lsa, FL_ERR_ARG, "raise the variance threshold");
-    expect_fail(col, tp, N, D, &mdsa, FL_ERR_ARG, "singular");
+    expect_fail(col, tp, N, D, &lsa, FL_ERR_DATA, "raise the variance threshold");
+    expect_fail(col, tp, N, D, &mdsa, FL_ERR_DATA, "singular");
     /* Every neuron constant in some class. */
     float cst[N * D];
     memcpy(cst, tr, sizeof tr);
     for (int i = 0; i < N; i += 2)
         for (int j = 0; j < D; j++) cst[i * D + j] = 1.0f;
-    expect_fail(cst, tp, N, D, &lsa, FL_ERR_ARG, "variance below the threshold");
+    expect_fail(cst, tp, N, D, &lsa, FL_ERR_DATA, "variance below the threshold");
     /* NaN training trace. */
     float nan_tr[N * D];
     memcpy(nan_tr, tr, sizeof tr);
@@ -437,7 +571,7 @@ static void test_errors(void **state) {
     expect_fail(nan_tr, tp, N, D, &dsa, FL_ERR_NAN, "training trace 5");
     /* One class only for DSA, no traces, negative labels, bad subset. */
     int32_t one[N] = {0};
-    expect_fail(tr, one, N, D, &dsa, FL_ERR_ARG, "at least two classes");
+    expect_fail(tr, one, N, D, &dsa, FL_ERR_DATA, "at least two classes");
     expect_fail(tr, tp, 0, D, &dsa, FL_ERR_ARG, "got none");
     int32_t neg[N];
     memcpy(neg, tp, sizeof tp);
@@ -645,6 +779,52 @@ static int have_bin(void) {
 #define ATS "--train-ats " FIX "train_ats.npy --train-pred " FIX "train_pred.npy --test-ats " \
             FIX "test_ats.npy --test-pred " FIX "test_pred.npy"
 
+/* Traces that cannot support the estimate are a runtime failure (exit 1, FL_ERR_DATA), not a
+ * usage error: a neuron that is a multiple of another (Cholesky fails) in `nn sa`, and, in
+ * `nn cover --criteria lsc / dsc`, a training set of 8 images for the 10 logits (every class
+ * has fewer traces than neurons; DSA sees one class only). */
+static void cli_singular(const char *dir) {
+    enum { N = 300, D = 5 };
+    static float tr[N * D], x8[8 * 28 * 28];
+    static int32_t tp[N];
+    fl_rng r;
+    fl_rng_seed(&r, 9);
+    for (int i = 0; i < N; i++) {
+        for (int j = 0; j < D - 1; j++) tr[i * D + j] = (float)fl_rng_normal(&r);
+        tr[i * D + D - 1] = 2 * tr[i * D];
+        tp[i] = i % 2;
+    }
+    for (int i = 0; i < 8 * 28 * 28; i++) x8[i] = (float)fl_rng_uniform(&r);
+    char ats[256], pred[256], imgs[256], *out;
+    snprintf(ats, sizeof ats, "%s/dep_ats.npy", dir);
+    snprintf(pred, sizeof pred, "%s/dep_pred.npy", dir);
+    snprintf(imgs, sizeof imgs, "%s/x8.npy", dir);
+    fl_err e = {0};
+    int64_t s2[2] = {N, D}, s1[1] = {N}, s4[4] = {8, 1, 28, 28};
+    assert_int_equal(fl_npy_write(ats, FL_DT_F32, 2, s2, tr, &e), FL_OK);
+    assert_int_equal(fl_npy_write(pred, FL_DT_I32, 1, s1, tp, &e), FL_OK);
+    assert_int_equal(fl_npy_write(imgs, FL_DT_F32, 4, s4, x8, &e), FL_OK);
+    for (int k = 0; k < 2; k++) {
+        int rc = tu_sh(&out, "\"$FLARE_BIN\" nn sa -k %s --train-ats %s --train-pred %s "
+                       "--test-ats %s --test-pred %s", k ? "mdsa" : "lsa", ats, pred, ats, pred);
+        if (rc != 1 || !strstr(out, "flare: class 0: the covariance") || !strstr(out, "singular"))
+            fail_msg("nn sa -k %s: exit %d (want 1): %s", k ? "mdsa" : "lsa", rc, out);
+        free(out);
+        rc = tu_sh(&out, "\"$FLARE_BIN\" nn cover -m tests/fixtures/cover/lenet1.onnx -d "
+                   "fashion-mnist:test -n 20 --train npy:%s --criteria %s:10:logits", imgs,
+                   k ? "dsc" : "lsc");
+        if (rc != 1 || !strstr(out, k ? "flare: dsc:10:logits: the training traces of layer "
+                                        "'logits'" : "flare: lsc:10:logits: the training traces "
+                                        "of layer 'logits'") ||
+            !strstr(out, k ? "at least two classes" : "covariance is singular"))
+            fail_msg("nn cover %s: exit %d (want 1): %s", k ? "dsc" : "lsc", rc, out);
+        free(out);
+    }
+    remove(ats);
+    remove(pred);
+    remove(imgs);
+}
+
 static void test_cli(void **state) {
     TU_NEED(have_bin(), "the flare binary (FLARE_BIN; tests/run.sh sets it)");
     char dir[] = "/tmp/flare_test_sa_XXXXXX", path[256], *out;
@@ -748,12 +928,14 @@ static void test_cli(void **state) {
     assert_int_equal(rc, 2);
     free(out);
     remove(path);
+    cli_singular(dir);
     rmdir(dir);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lsa_matches_scipy),
+        cmocka_unit_test(test_lsa_exact_where_dense),
         cmocka_unit_test(test_dsa_matches_sadl),
         cmocka_unit_test(test_mdsa),
         cmocka_unit_test(test_leave_one_out),

@@ -563,21 +563,24 @@ static double model_loss(fl_model *m, const fl_tensor *x, const int32_t *y) {
  * pattern: the sign of every ReLU output and the winner of every 2x2 pool window, hashed. */
 static uint64_t kink_pattern(const fl_model *m) {
     static const char *const relus[] = {"/relu1/Relu_output_0", "/relu2/Relu_output_0"};
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = FL_FNV_BASIS;
     for (int k = 0; k < 2; k++) {
         const fl_tensor *t = fl_model_tensor(m, relus[k]);
         assert_non_null(t);
         int64_t planes = t->shape[0] * t->shape[1], H = t->shape[2], W = t->shape[3];
-        for (int64_t i = 0; i < t->size; i++) h = (h ^ (uint64_t)(t->data[i] > 0)) * 1099511628211ull;
+        for (int64_t i = 0; i < t->size; i++) {
+            uint8_t pos = t->data[i] > 0;
+            h = fl_fnv1a(h, &pos, 1);
+        }
         for (int64_t p = 0; p < planes; p++)
             for (int64_t y = 0; y + 1 < H; y += 2)
                 for (int64_t x = 0; x + 1 < W; x += 2) {
                     const float *a = t->data + p * H * W + y * W + x;
                     float v[4] = {a[0], a[1], a[W], a[W + 1]};
-                    int best = 0;
-                    for (int j = 1; j < 4; j++)
+                    uint8_t best = 0;
+                    for (uint8_t j = 1; j < 4; j++)
                         if (v[j] > v[best]) best = j;
-                    h = (h ^ (uint64_t)best) * 1099511628211ull;
+                    h = fl_fnv1a(h, &best, 1);
                 }
     }
     return h;

@@ -44,6 +44,7 @@
 #ifndef FLARE_COVER_H
 #define FLARE_COVER_H
 
+#include "flare/index.h"
 #include "flare/neurons.h"
 
 /* ---- training profile ---------------------------------------------------------------------- */
@@ -174,9 +175,7 @@ struct fl_cover {
     uint8_t *hit;          /* [(total + 7) / 8] covered items: item i is bit i % 8 of byte i / 8 */
     int keyed;             /* key space instead of items */
     size_t key_bytes;
-    uint64_t *key_hash;    /* open-addressing table: 0 = empty */
-    int64_t *key_slot;     /* index of the key in key_store */
-    int64_t key_cap;       /* table size (power of two) */
+    fl_index keys;         /* key hash -> index of the key in key_store */
     uint8_t *key_store;    /* covered keys, key_bytes each */
     int64_t key_store_cap; /* keys key_store holds */
     struct fl_cover_view *view; /* fl_cover_update_model's buffers (made on first use) */

@@ -26,6 +26,9 @@ typedef enum fl_status {
     FL_ERR_ARG,         /* bad argument / flag value */
     FL_ERR_NAN,         /* NaN or Inf where finite numbers are required */
     FL_ERR_NOTFOUND,    /* a named thing (layer, file, dataset) does not exist */
+    FL_ERR_DATA,        /* well-formed data that cannot support the computation asked for
+                         * (a singular covariance, too few traces of a class): a runtime
+                         * failure, not a bad argument */
     FL_ERR_COUNT_
 } fl_status;
 
@@ -76,9 +79,22 @@ int fl_parallel_slots(void);
  * from an outside file to an integer: an out-of-range cast is undefined behaviour. */
 int fl_whole(double v, double lo, double hi);
 
+/* ---- hashing ------------------------------------------------------------------------------ */
+/* FNV-1a 64 of data[0..n) continuing from h: start with FL_FNV_BASIS, and chain calls to hash
+ * several pieces as one byte string (src/core/hash.c). */
+#define FL_FNV_BASIS 0xcbf29ce484222325ull /* 14695981039346656037 */
+#define FL_FNV_PRIME 0x100000001b3ull      /* 1099511628211 */
+uint64_t fl_fnv1a(uint64_t h, const void *data, size_t n);
+
 /* ---- files --------------------------------------------------------------------------------- */
 /* Read a whole file (gzip-compressed files are inflated when the path ends in ".gz"). */
 fl_status fl_file_read(const char *path, uint8_t **buf, size_t *len, fl_err *e);
+/* Read path whole (as fl_file_read), hand the bytes to parse(buf, len, path, out, e), free
+ * them: every load-from-a-file over its parse-from-memory. Returns the read's or the parse's
+ * status. */
+typedef fl_status (*fl_parse_fn)(const uint8_t *buf, size_t len, const char *path, void *out,
+                                 fl_err *e);
+fl_status fl_file_parse(const char *path, fl_parse_fn parse, void *out, fl_err *e);
 /* Write path atomically: write path.tmp.<pid>, fsync, rename over path. Errors name path as
  * given (never the temporary file), and say why it cannot be written as
  * fl_file_check_writable does. */

@@ -141,6 +141,10 @@ typedef enum fl_fuzz_strategy {
     FL_FUZZ_FGSM,           /* one signed-gradient step of size eps on the cross-entropy */
     FL_FUZZ_PGD,            /* iterated signed steps, projected on the L-inf eps-ball (random
                                start) */
+    /* generation-based (src/fuzz/gan_round.c) */
+    FL_FUZZ_FUZZGAN,        /* FuzzGAN: a trained generator (gan.h) makes cases of a random
+                               class targeting an uncovered neuron; kept when they add coverage
+                               or the model gets their class wrong */
     FL_FUZZ_STRATEGY_COUNT_
 } fl_fuzz_strategy;
 
@@ -157,7 +161,9 @@ typedef enum fl_fuzz_select {
     FL_QSEL_COUNT_
 } fl_fuzz_select;
 
-static inline int fl_fuzz_is_gradient(fl_fuzz_strategy s) { return s >= FL_FUZZ_DLFUZZ; }
+static inline int fl_fuzz_is_gradient(fl_fuzz_strategy s) {
+    return s >= FL_FUZZ_DLFUZZ && s <= FL_FUZZ_PGD;
+}
 
 /* deepxplore's domain constraints (how the gradient may change the image) */
 typedef enum fl_dx_constraint {
@@ -233,6 +239,10 @@ typedef struct fl_fuzz_opts {
     int max_kept;             /* deepsa: steps kept per seed lineage; 0: 25 */
     double max_l2;            /* kept only when ||x - x0||2 / ||x0||2 is below; <= 0: dlfuzz
                                  0.02, deepsa 0.5 */
+    struct fl_gan *gen;       /* fuzzgan: the generator (gan.h); then seeds may be NULL, and the
+                                 layer set is the one the generator was trained on */
+    int64_t max_suite;        /* stop when the queue holds this many cases; 0: no limit */
+    double target_cov;        /* stop when the guide's coverage reaches this share; 0: none */
     const char *out_dir;      /* required */
     int resume;               /* continue the campaign in out_dir (`-i -`) */
     double max_time;          /* seconds; 0: no limit */

@@ -125,6 +125,8 @@ typedef struct fl_model {
     int output_decl_ndim[8];
     int64_t output_decl_shape[8][FL_MAX_DIMS];
     char *output_dim_name[8][FL_MAX_DIMS];
+    int n_meta;         /* ONNX metadata_props: key/value strings a tool records in the file */
+    char **meta_key, **meta_val;
 } fl_model;
 
 /* ---- the op table ------------------------------------------------------------------------- */
@@ -177,6 +179,11 @@ fl_tensor *fl_gin(fl_model *m, fl_node *n, int i);  /* NULL if no gradient wante
  * NOT cleared: the op must write every element. Saves a pass over the largest buffers. */
 fl_tensor *fl_gin_fresh(fl_model *m, fl_node *n, int i, int *fresh);
 fl_tensor *fl_gout(fl_model *m, fl_node *n, int i);
+
+/* ONNX metadata_props (kept by import and export): set replaces a key's value; get returns
+ * NULL when the key is absent. */
+fl_status fl_model_meta_set(fl_model *m, const char *key, const char *value, fl_err *e);
+const char *fl_model_meta_get(const fl_model *m, const char *key);
 
 /* ---- running -------------------------------------------------------------------------------- */
 /* Plan shapes and buffers for inputs of these shapes (called by forward when needed). */

@@ -30,8 +30,20 @@
 
 #include "flare/model.h"
 
-/* ONNX TensorProto element types flare reads and writes. */
-enum { FL_ONNX_FLOAT = 1, FL_ONNX_INT32 = 6, FL_ONNX_INT64 = 7 };
+/* ONNX TensorProto element types flare reads and writes (all held as floats; the integers
+ * exactly, within int32 up to 2^24). */
+enum {
+    FL_ONNX_FLOAT = 1,
+    FL_ONNX_UINT8 = 2,
+    FL_ONNX_INT8 = 3,
+    FL_ONNX_UINT16 = 4,
+    FL_ONNX_INT16 = 5,
+    FL_ONNX_INT32 = 6,
+    FL_ONNX_INT64 = 7,
+    FL_ONNX_BOOL = 9
+};
+/* 1 when flare reads and writes tensors of this ONNX element type. */
+int fl_onnx_dtype_supported(int dtype);
 
 /* Load a model from an .onnx file (or .onnx.gz). */
 fl_status fl_onnx_load(const char *path, fl_model **out, fl_err *e);
@@ -49,7 +61,8 @@ fl_status fl_onnx_save_buffer(const fl_model *m, uint8_t **buf, size_t *len, fl_
  * allocated (fl_tensor_free it); *dtype (may be NULL) receives the ONNX element type. Integer
  * tensors are converted to float. */
 fl_status fl_onnx_read_tensor(const char *path, fl_tensor *t, int *dtype, fl_err *e);
-/* Write t as a TensorProto of element type dtype (FL_ONNX_FLOAT / INT32 / INT64). */
+/* Write t as a TensorProto of element type dtype (one of the FL_ONNX_* above; any other
+ * is written as float). */
 fl_status fl_onnx_write_tensor(const char *path, const fl_tensor *t, int dtype, const char *name,
                                fl_err *e);
 /* Name of an ONNX element type ("float", "int64", ... "type 42"). */

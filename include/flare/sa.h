@@ -81,10 +81,10 @@ typedef struct fl_sa fl_sa;
 
 /* Build from n training traces train[n, dim] and their predicted classes pred[n] (copied; the
  * caller's arrays may be freed afterwards). Fails clearly (naming class, neuron, count) on:
- * NaN/Inf traces (FL_ERR_NAN), negative predictions, no training trace (FL_ERR_ARG), a bad
- * neuron index, every neuron dropped by the variance threshold, a class with too few traces
- * or a singular covariance (LSA/MDSA: FL_ERR_ARG with a hint to raise the threshold), DSA
- * with fewer than two classes present. */
+ * NaN/Inf traces (FL_ERR_NAN), negative predictions, no training trace, a bad neuron index
+ * (FL_ERR_ARG); and with FL_ERR_DATA, traces that cannot support the estimate: every neuron
+ * dropped by the variance threshold, a class with too few traces or a singular covariance
+ * (LSA/MDSA, with a hint to raise the threshold), DSA with fewer than two classes present. */
 fl_status fl_sa_new(const float *train, const int32_t *pred, int64_t n, int64_t dim,
                     const fl_sa_opts *o, fl_sa **out, fl_err *e);
 void fl_sa_free(fl_sa *sa);

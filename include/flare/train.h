@@ -107,6 +107,10 @@ fl_status fl_optim_new(fl_model *m, const fl_optim_opts *o, fl_optim **out, fl_e
 void fl_optim_step(fl_optim *opt);
 void fl_optim_set_lr(fl_optim *opt, float lr);
 int64_t fl_optim_steps(const fl_optim *opt); /* steps taken so far */
+/* The state a checkpoint saves and restores: the moment buffers (Adam m and v; SGD's momentum
+ * in *m and *v NULL), *n floats each, laid out parameter after parameter in value order, and
+ * the step count (Adam's bias correction). Pointers into opt, valid while it lives. */
+void fl_optim_state(fl_optim *opt, float **m, float **v, int64_t *n, int64_t **steps);
 void fl_optim_free(fl_optim *opt);
 
 /* ---- model zoo -------------------------------------------------------------------------------

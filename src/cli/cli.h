@@ -129,6 +129,8 @@ void cli_outs_undo(const cli_outs *w);
 /* Informational output on stderr, silenced by --quiet. */
 extern int cli_quiet;
 void cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A seed nobody chose (AFL++ style): from the OS, to be printed so the run can be repeated. */
+uint64_t cli_fresh_seed(void);
 
 /* ---- agents ---- */
 /* The HTTP target of --target / --body-template / --response in h, or NULL without --target

@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "cli/progress.h"
 #include "flare/fuzz.h"
+#include "flare/gan.h"
 #include "flare/onnx.h"
 #include "flare/sa.h"
 #include "flare/select.h"
@@ -118,6 +119,43 @@ static char *join_args(void) {
     return strdup(buf);
 }
 
+/* Run the campaign with Ctrl-C handling and print what it found; CLI_OK or CLI_FAIL (the
+ * error printed). */
+static int run_campaign(fl_fuzz_opts *fo, fl_err *e) {
+    live lv = {cli_isatty(stderr), -1};
+    fo->on_status = on_status;
+    fo->user = &lv;
+    fo->stop = &stop_flag;
+    struct sigaction sa = {0}, old;
+    sa.sa_handler = on_sigint;
+    sigaction(SIGINT, &sa, &old);
+    fl_fuzz_result r;
+    fl_status st = fl_fuzz_run(fo, &r, e);
+    sigaction(SIGINT, &old, NULL);
+    if (lv.tty && !cli_quiet) fprintf(stderr, "\n");
+    if (st) return cli_fail(e);
+    if (stop_flag) cli_note("stopped by Ctrl-C; the output folder is complete\n");
+    if (r.seeds_dropped)
+        cli_note("%lld of %lld seeds were already misclassified and not fuzzed\n",
+                 (long long)r.seeds_dropped, (long long)fo->seeds->n);
+    const fl_fuzz_status *s = &r.last;
+    const char *what = fo->strategy == FL_FUZZ_FUZZGAN ? "failing cases" : "failing mutants";
+    printf("execs      %lld in %.1f s (%.0f/s)\n", (long long)s->execs, s->elapsed, s->execs_per_s);
+    printf("corpus     %lld (%lld seeds)\n", (long long)s->corpus, (long long)r.seeds_used);
+    if (s->total)
+        printf("coverage   %s %lld/%lld = %.2f%%\n", fo->criterion, (long long)s->covered,
+               (long long)s->total, 100.0 * (double)s->covered / (double)s->total);
+    else
+        printf("coverage   %s %lld\n", fo->criterion, (long long)s->covered);
+    printf("failures   %lld distinct (%lld misclassification, %lld disagreement, %lld non-finite); "
+           "%lld %s\n",
+           (long long)s->failures, (long long)r.by_oracle[0], (long long)r.by_oracle[1],
+           (long long)r.by_oracle[2], (long long)s->failures_total, what);
+    if (s->failures) printf("grid       %s/failures.png\n", fo->out_dir);
+    printf("report     %s/report.html\n", fo->out_dir);
+    return CLI_OK;
+}
+
 int cmd_nn_fuzz(const cli_opts *o) {
     fl_err e = {0};
     fl_scale sc;
@@ -181,10 +219,6 @@ int cmd_nn_fuzz(const cli_opts *o) {
     fo.max_execs = o->set[F_fz_max_execs] ? o->fz_max_execs : 0;
     fo.seed = seed;
     fo.batch = (int)o->fz_batch;
-    fo.stop = &stop_flag;
-    live lv = {cli_isatty(stderr), -1};
-    fo.on_status = on_status;
-    fo.user = &lv;
     fo.command_line = cmdline;
     fo.model_path = o->fz_model;
     fo.model2_path = m2 ? o->fz_model2 : NULL;
@@ -215,33 +249,8 @@ int cmd_nn_fuzz(const cli_opts *o) {
     fo.max_kept = (int)o->fz_max_kept;
     fo.max_l2 = o->set[F_fz_max_l2] ? o->fz_max_l2 : 0;
     fo.seeds_spec = resume ? seeds->source : o->fz_seeds; /* resumed: keep the recorded one */
-    struct sigaction sa = {0}, old;
-    sa.sa_handler = on_sigint;
-    sigaction(SIGINT, &sa, &old);
-    fl_fuzz_result r;
-    fl_status st = fl_fuzz_run(&fo, &r, &e);
-    sigaction(SIGINT, &old, NULL);
-    if (lv.tty && !cli_quiet) fprintf(stderr, "\n");
-    if (st) goto out;
-    if (stop_flag) cli_note("stopped by Ctrl-C; the output folder is complete\n");
-    if (r.seeds_dropped)
-        cli_note("%lld of %lld seeds were already misclassified and not fuzzed\n",
-                 (long long)r.seeds_dropped, (long long)seeds->n);
-    const fl_fuzz_status *s = &r.last;
-    printf("execs      %lld in %.1f s (%.0f/s)\n", (long long)s->execs, s->elapsed, s->execs_per_s);
-    printf("corpus     %lld (%lld seeds)\n", (long long)s->corpus, (long long)r.seeds_used);
-    if (s->total)
-        printf("coverage   %s %lld/%lld = %.2f%%\n", o->fz_criterion, (long long)s->covered,
-               (long long)s->total, 100.0 * (double)s->covered / (double)s->total);
-    else
-        printf("coverage   %s %lld\n", o->fz_criterion, (long long)s->covered);
-    printf("failures   %lld distinct (%lld misclassification, %lld disagreement, %lld non-finite); "
-           "%lld failing mutants\n",
-           (long long)s->failures, (long long)r.by_oracle[0], (long long)r.by_oracle[1],
-           (long long)r.by_oracle[2], (long long)s->failures_total);
-    if (s->failures) printf("grid       %s/failures.png (seed next to mutant)\n", o->fz_output);
-    printf("report     %s/report.html\n", o->fz_output);
-    rc = CLI_OK;
+    rc = run_campaign(&fo, &e);
+    goto done;
 out:
     if (rc != CLI_OK) cli_fail(&e);
 done:
@@ -252,5 +261,47 @@ done:
     fl_model_free(m);
     fl_model_free(m2);
     fl_model_free(m3);
+    return rc;
+}
+
+/* flare gan fuzz: the same campaign, its cases made by a FuzzGAN generator. */
+int cmd_gan_fuzz(const cli_opts *o) {
+    fl_err e = {0};
+    uint64_t seed = o->set[F_fz_seed] ? o->fz_seed : cli_fresh_seed();
+    cli_note("seed %llu (repeat this campaign with -s %llu -j %lld)\n", (unsigned long long)seed,
+             (unsigned long long)seed, (long long)o->fz_jobs);
+    fl_threads_set((int)o->fz_jobs);
+    fl_model *m = NULL, *g = NULL;
+    fl_gan *gen = NULL;
+    char *cmdline = join_args();
+    int rc = CLI_FAIL;
+    if (fl_onnx_load(o->fz_model, &m, &e) || fl_onnx_load(o->gf_gen, &g, &e)) goto out;
+    fl_status st = fl_gan_open(g, o->gf_gen, &gen, &e); /* takes g */
+    g = NULL;
+    if (st) goto out;
+    fl_fuzz_opts fo;
+    fl_fuzz_opts_default(&fo);
+    fo.strategy = FL_FUZZ_FUZZGAN;
+    fo.model = m;
+    fo.gen = gen;
+    fo.criterion = o->gf_criterion;
+    fo.k = (int)o->gf_k;
+    fo.max_suite = o->set[F_gf_max_suite] ? o->gf_max_suite : 0;
+    fo.target_cov = o->gf_target;
+    fo.out_dir = o->fz_output;
+    fo.max_time = o->set[F_fz_max_time] ? o->fz_max_time : 0;
+    fo.max_execs = o->set[F_fz_max_execs] ? o->fz_max_execs : 0;
+    fo.seed = seed;
+    fo.command_line = cmdline;
+    fo.model_path = o->fz_model;
+    rc = run_campaign(&fo, &e);
+    goto done;
+out:
+    cli_fail(&e);
+done:
+    free(cmdline);
+    fl_gan_free(gen);
+    fl_model_free(g);
+    fl_model_free(m);
     return rc;
 }

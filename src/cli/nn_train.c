@@ -32,7 +32,7 @@ typedef struct train_ctx {
 
 /* AFL++ style: a seed nobody chose comes from the OS, and is printed so the run can be
  * repeated. */
-static uint64_t fresh_seed(void) {
+uint64_t cli_fresh_seed(void) {
     uint64_t s;
     if (getrandom(&s, sizeof s, 0) == (ssize_t)sizeof s) return s;
     return (uint64_t)(fl_now() * 1e9) ^ ((uint64_t)getpid() << 32);
@@ -139,7 +139,7 @@ int cmd_nn_train(const cli_opts *o) {
     const fl_scale *scp = NULL;
 
     fl_threads_set((int)o->threads);
-    uint64_t seed = o->set[F_seed] ? o->seed : fresh_seed();
+    uint64_t seed = o->set[F_seed] ? o->seed : cli_fresh_seed();
     cli_note("seed %llu (repeat this run with --seed %llu --threads %d)\n",
              (unsigned long long)seed, (unsigned long long)seed, fl_threads_get());
 

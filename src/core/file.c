@@ -87,6 +87,16 @@ fl_status fl_file_read(const char *path, uint8_t **buf, size_t *len, fl_err *e) 
     return FL_OK;
 }
 
+fl_status fl_file_parse(const char *path, fl_parse_fn parse, void *out, fl_err *e) {
+    uint8_t *buf;
+    size_t len;
+    fl_status st = fl_file_read(path, &buf, &len, e);
+    if (st != FL_OK) return st;
+    st = parse(buf, len, path, out, e);
+    free(buf);
+    return st;
+}
+
 static int durable = 1;
 void fl_file_durable(int on) { durable = on; }
 

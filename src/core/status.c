@@ -15,6 +15,7 @@ static const char *const status_names[FL_ERR_COUNT_] = {
     [FL_ERR_ARG] = "invalid argument",
     [FL_ERR_NAN] = "non-finite value",
     [FL_ERR_NOTFOUND] = "not found",
+    [FL_ERR_DATA] = "the data cannot support this computation",
 };
 
 const char *fl_strerror(fl_status st) {

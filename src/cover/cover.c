@@ -27,8 +27,7 @@ void fl_cover_free(fl_cover *c) {
     free(c->group_name);
     free(c->group_off);
     free(c->hit);
-    free(c->key_hash);
-    free(c->key_slot);
+    fl_index_free(&c->keys);
     free(c->key_store);
     free(c->scratch);
     free(c->spec);
@@ -107,7 +106,7 @@ static uint64_t key_hash(const uint8_t *k, size_t n) {
     return h ? h : 1; /* 0 marks an empty slot */
 }
 
-/* Table and arena sized for at least `keys` keys (table load <= 1/2). */
+/* Index and arena sized for at least `keys` keys. */
 static int key_reserve(fl_cover *c, int64_t keys) {
     if (keys > c->key_store_cap) {
         int64_t cap = c->key_store_cap ? c->key_store_cap : 64;
@@ -116,36 +115,25 @@ static int key_reserve(fl_cover *c, int64_t keys) {
         if (!s) return 0;
         c->key_store = s, c->key_store_cap = cap;
     }
-    if (keys * 2 <= c->key_cap) return 1;
-    int64_t cap = c->key_cap ? c->key_cap : 128;
-    while (cap < keys * 2) cap *= 2;
-    uint64_t *h = calloc((size_t)cap, sizeof *h);
-    int64_t *slot = malloc(sizeof(int64_t) * (size_t)cap);
-    if (!h || !slot) {
-        free(h), free(slot);
-        return 0;
-    }
-    for (int64_t i = 0; i < c->key_cap; i++) {
-        if (!c->key_hash[i]) continue;
-        int64_t p = (int64_t)(c->key_hash[i] & (uint64_t)(cap - 1));
-        while (h[p]) p = (p + 1) & (cap - 1);
-        h[p] = c->key_hash[i], slot[p] = c->key_slot[i];
-    }
-    free(c->key_hash), free(c->key_slot);
-    c->key_hash = h, c->key_slot = slot, c->key_cap = cap;
-    return 1;
+    return fl_index_reserve(&c->keys, keys);
+}
+
+typedef struct key_probe {
+    const fl_cover *c;
+    const void *key;
+} key_probe;
+
+static int same_key(const void *ctx, int64_t i) {
+    const key_probe *k = ctx;
+    return memcmp(k->c->key_store + (size_t)i * k->c->key_bytes, k->key, k->c->key_bytes) == 0;
 }
 
 int fl_cover_hit_key(fl_cover *c, const void *key) {
     if (!key_reserve(c, c->covered + 1)) return -1;
     uint64_t h = key_hash(key, c->key_bytes);
-    int64_t mask = c->key_cap - 1, p = (int64_t)(h & (uint64_t)mask);
-    for (; c->key_hash[p]; p = (p + 1) & mask)
-        if (c->key_hash[p] == h &&
-            memcmp(c->key_store + (size_t)c->key_slot[p] * c->key_bytes, key, c->key_bytes) == 0)
-            return 0;
-    c->key_hash[p] = h;
-    c->key_slot[p] = c->covered;
+    int64_t at;
+    if (fl_index_find(&c->keys, h, same_key, &(key_probe){c, key}, &at) >= 0) return 0;
+    fl_index_put(&c->keys, at, h, c->covered);
     memcpy(c->key_store + (size_t)c->covered * c->key_bytes, key, c->key_bytes);
     c->covered++;
     return 1;
@@ -252,25 +240,11 @@ fl_status fl_cover_copy(fl_cover *dst, const fl_cover *src, fl_err *e) {
     if (!src->keyed) {
         memcpy(dst->hit, src->hit, hit_bytes(src));
     } else {
-        /* Same table size as src, so the slots can be copied as they are. */
-        if (dst->key_cap != src->key_cap) {
-            free(dst->key_hash), free(dst->key_slot);
-            dst->key_cap = src->key_cap;
-            dst->key_hash = malloc(sizeof(uint64_t) * (size_t)(src->key_cap ? src->key_cap : 1));
-            dst->key_slot = malloc(sizeof(int64_t) * (size_t)(src->key_cap ? src->key_cap : 1));
-            if (!dst->key_hash || !dst->key_slot) {
-                dst->key_cap = 0;
-                return nomem(e, src->spec);
-            }
-        }
+        if (!fl_index_copy(&dst->keys, &src->keys)) return nomem(e, src->spec);
         if (dst->key_store_cap < src->covered) {
             uint8_t *s = realloc(dst->key_store, (size_t)src->key_store_cap * src->key_bytes);
             if (!s) return nomem(e, src->spec);
             dst->key_store = s, dst->key_store_cap = src->key_store_cap;
-        }
-        if (src->key_cap) {
-            memcpy(dst->key_hash, src->key_hash, sizeof(uint64_t) * (size_t)src->key_cap);
-            memcpy(dst->key_slot, src->key_slot, sizeof(int64_t) * (size_t)src->key_cap);
         }
         if (src->covered)
             memcpy(dst->key_store, src->key_store, (size_t)src->covered * src->key_bytes);
@@ -281,7 +255,7 @@ fl_status fl_cover_copy(fl_cover *dst, const fl_cover *src, fl_err *e) {
 
 void fl_cover_reset(fl_cover *c) {
     if (c->hit) memset(c->hit, 0, hit_bytes(c));
-    if (c->key_hash) memset(c->key_hash, 0, sizeof(uint64_t) * (size_t)c->key_cap);
+    fl_index_clear(&c->keys);
     c->covered = 0;
 }
 

@@ -2,12 +2,15 @@
  * profile), accumulated with Welford's algorithm in double precision, and their file format.
  *
  * File format (little-endian; docs/coverage.md):
- *     "FLPROFIL"  u32 version (1)  u32 n_layers  i64 total  i64 count
+ *     "FLPROFIL"  u32 version (2)  u32 n_layers  i64 total  i64 count
  *     n_layers x { u32 name_len, name bytes (no NUL), i64 width }
  *     f32 min[total]  f32 max[total]  f64 mean[total]  f64 std[total]
- *     u64 FNV-1a hash of every byte before it
+ *     u64 FNV-1a 64 hash of every byte before it
  * The layer names and widths let a profile refuse a model or layer set it was not made for;
- * the hash catches a truncated or damaged file that happens to have consistent sizes. */
+ * the hash catches a truncated or damaged file that happens to have consistent sizes.
+ * Version 1 is the same layout, but its hash started from a mistyped offset basis
+ * (1469598103934665603, a digit short of FNV's): such files are still read, and checked with
+ * that basis; new files are version 2. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +18,8 @@
 #include "cover_int.h"
 
 #define PROFILE_MAGIC "FLPROFIL"
-#define PROFILE_VERSION 1u
+#define PROFILE_VERSION 2u
+#define PROFILE_V1_BASIS 1469598103934665603ull /* version 1's checksum: see the top */
 
 void fl_profile_free(fl_profile *p) {
     if (!p) return;
@@ -164,12 +168,6 @@ fl_status fl_profile_match(const fl_profile *p, const fl_layerset *ls, fl_err *e
 }
 
 /* ---- file format ------------------------------------------------------------------------- */
-static uint64_t fnv1a(const uint8_t *b, size_t n) {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
-    return h;
-}
-
 typedef struct {
     uint8_t *b;
     size_t n, cap;
@@ -200,7 +198,7 @@ fl_status fl_profile_save(const fl_profile *p, const char *path, fl_err *e) {
     }
     ok = ok && put(&w, p->min, 4 * T) && put(&w, p->max, 4 * T) && put(&w, p->mean, 8 * T) &&
          put(&w, p->std, 8 * T);
-    uint64_t h = ok ? fnv1a(w.b, w.n) : 0;
+    uint64_t h = ok ? fl_fnv1a(FL_FNV_BASIS, w.b, w.n) : 0;
     ok = ok && put(&w, &h, 8);
     fl_status st = ok ? fl_file_write_atomic(path, w.b, w.n, e)
                       : fl_fail(e, FL_ERR_NOMEM, "%s: out of memory", path);
@@ -231,9 +229,10 @@ static fl_status parse(const char *path, const uint8_t *buf, size_t len, fl_prof
                        path);
     if (!get(&r, &ver, 4) || !get(&r, &nl, 4) || !get(&r, &total, 8) || !get(&r, &count, 8))
         return fl_fail(e, FL_ERR_FORMAT, "%s: truncated profile header", path);
-    if (ver != PROFILE_VERSION)
-        return fl_fail(e, FL_ERR_FORMAT, "%s: profile format version %u, this flare reads %u",
-                       path, ver, PROFILE_VERSION);
+    if (ver != 1 && ver != PROFILE_VERSION)
+        return fl_fail(e, FL_ERR_FORMAT,
+                       "%s: profile format version %u, this flare reads 1 and %u", path, ver,
+                       PROFILE_VERSION);
     /* Each layer takes at least 12 bytes and each neuron 24: bound the counts by the file
      * size before allocating anything. */
     if (nl == 0 || total <= 0 || count < 0)
@@ -277,7 +276,8 @@ static fl_status parse(const char *path, const uint8_t *buf, size_t len, fl_prof
         st = fl_fail(e, FL_ERR_FORMAT, "%s: %s profile (%zu bytes, its header says %zu)", path,
                      len < want ? "truncated" : "overlong", len, want);
     if (st == FL_OK) memcpy(&stored, buf + len - 8, 8);
-    if (st == FL_OK && fnv1a(buf, len - 8) != stored)
+    if (st == FL_OK &&
+        fl_fnv1a(ver == 1 ? PROFILE_V1_BASIS : FL_FNV_BASIS, buf, len - 8) != stored)
         st = fl_fail(e, FL_ERR_FORMAT, "%s: corrupted profile (checksum mismatch)", path);
     if (st == FL_OK && !profile_arrays(p))
         st = fl_fail(e, FL_ERR_NOMEM, "%s: out of memory", path);

@@ -79,8 +79,8 @@ fl_status fl__load_cifar(const char *const *files, int n_files, const fl_scale *
         goto fail;
     }
     if ((st = fl__set_classes(d, 10, cifar_names, e)) != FL_OK ||
-        (st = fl__finish_labels(d, files[0], e)) != FL_OK ||
-        (st = fl__set_source(d, "cifar10", files[0], n_files > 1 ? "..." : NULL, e)) != FL_OK)
+        (st = fl__finish_load(d, files[0], "cifar10", files[0], n_files > 1 ? "..." : NULL,
+                              e)) != FL_OK)
         goto fail;
     *out = d;
     return FL_OK;

@@ -35,15 +35,21 @@ fl_status fl__scale_check(const fl_scale *s, int c, const char *name, fl_err *e)
  * set; all labels -1. */
 fl_status fl__dataset_new_u8(int64_t n, int c, int h, int w, const fl_scale *s, uint8_t *pixels,
                              fl_dataset **out, fl_err *e);
+/* fl__dataset_new_u8 over the first n of the `have` images in *pixels (the tail cut off: a
+ * --limit); *pixels is NULL afterwards, adopted or freed. */
+fl_status fl__dataset_adopt_u8(int64_t have, int64_t n, int c, int h, int w, const fl_scale *s,
+                               uint8_t **pixels, fl_dataset **out, fl_err *e);
 
 /* Give d n_classes names: `names` if not NULL, else "0", "1", ... */
 fl_status fl__set_classes(fl_dataset *d, int n_classes, const char *const *names, fl_err *e);
-/* Set has_labels/n_classes from d->y (max label + 1) with decimal names, unless the caller
- * already set n_classes. Labels must be -1 or in [0, 65536). */
-fl_status fl__finish_labels(fl_dataset *d, const char *name, fl_err *e);
 /* d->source = "kind:first[,second]" (just first when kind is NULL). */
 fl_status fl__set_source(fl_dataset *d, const char *kind, const char *first, const char *second,
                          fl_err *e);
+/* The end of every format loader: set has_labels/n_classes from d->y (max label + 1) with
+ * decimal names, unless the caller already set n_classes (labels must be -1 or in [0, 65536);
+ * an error names labels_name), then fl__set_source. */
+fl_status fl__finish_load(fl_dataset *d, const char *labels_name, const char *kind,
+                          const char *first, const char *second, fl_err *e);
 
 /* Format loaders: each fills a fresh dataset (scale already resolved, never NULL). */
 fl_status fl__load_idx(const char *images, const char *labels, const fl_scale *s,

@@ -207,17 +207,10 @@ fl_status fl__load_idx(const char *images, const char *labels, const fl_scale *s
     }
     int h = (int)im.dims[1], w = (int)im.dims[2];
     if ((st = fl__scale_check(s, 1, images, e)) != FL_OK) goto done;
-    if (n < im.dims[0]) { /* limit: drop the tail (a shrinking realloc cannot fail usefully) */
-        uint8_t *p = realloc(im.data, n ? (size_t)(n * h * w) : 1);
-        if (p) im.data = p;
-    }
-    st = fl__dataset_new_u8(n, 1, h, w, s, im.data, &d, e);
-    im.data = NULL; /* adopted by d, or freed on failure */
-    if (st != FL_OK) goto done;
+    if ((st = fl__dataset_adopt_u8(im.dims[0], n, 1, h, w, s, &im.data, &d, e)) != FL_OK) goto done;
     if (labels)
         for (int64_t i = 0; i < n; i++) d->y[i] = lb.data[i];
-    if ((st = fl__finish_labels(d, labels ? labels : images, e)) != FL_OK ||
-        (st = fl__set_source(d, "idx", images, labels, e)) != FL_OK)
+    if ((st = fl__finish_load(d, labels ? labels : images, "idx", images, labels, e)) != FL_OK)
         goto done;
     *out = d;
     d = NULL;

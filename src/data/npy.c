@@ -224,15 +224,14 @@ bad:
                    (int)(r.end - r.p < 24 ? r.end - r.p : 24), r.p);
 }
 
+static fl_status parse_file(const uint8_t *buf, size_t len, const char *path, void *out,
+                            fl_err *e) {
+    return fl_npy_parse(buf, len, path, out, e);
+}
+
 fl_status fl_npy_read(const char *path, fl_npy *out, fl_err *e) {
-    uint8_t *buf;
-    size_t len;
     memset(out, 0, sizeof *out);
-    fl_status st = fl_file_read(path, &buf, &len, e);
-    if (st != FL_OK) return st;
-    st = fl_npy_parse(buf, len, path, out, e);
-    free(buf);
-    return st;
+    return fl_file_parse(path, parse_file, out, e);
 }
 
 void fl_npy_free(fl_npy *a) {
@@ -347,12 +346,9 @@ fl_status fl__load_npy(const char *xpath, const char *ypath, const fl_scale *s, 
     if (x.dtype == FL_DT_U8) {
         /* The array is already the [n,c,h,w] 8-bit storage: adopt it (dropping a limited-off
          * tail). fl_npy_read's buffer comes from fl_alloc, which free() releases. */
-        if (n < x.shape[0]) {
-            void *p = realloc(x.data, n ? (size_t)(n * c * hw) : 1);
-            if (p) x.data = p;
-        }
-        st = fl__dataset_new_u8(n, (int)c, (int)h, (int)w, s, x.data, &d, e);
+        uint8_t *px = x.data;
         x.data = NULL;
+        st = fl__dataset_adopt_u8(x.shape[0], n, (int)c, (int)h, (int)w, s, &px, &d, e);
         if (st != FL_OK) goto done;
     } else {
         if ((st = fl_dataset_new(n, (int)c, (int)h, (int)w, &d, e)) != FL_OK) goto done;
@@ -377,8 +373,7 @@ fl_status fl__load_npy(const char *xpath, const char *ypath, const fl_scale *s, 
         }
         d->y[i] = (int32_t)v;
     }
-    if ((st = fl__finish_labels(d, ypath ? ypath : xpath, e)) != FL_OK ||
-        (st = fl__set_source(d, "npy", xpath, ypath, e)) != FL_OK)
+    if ((st = fl__finish_load(d, ypath ? ypath : xpath, "npy", xpath, ypath, e)) != FL_OK)
         goto done;
     *out = d;
     d = NULL;

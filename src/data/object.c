@@ -143,7 +143,7 @@ fl_status fl__set_source(fl_dataset *d, const char *kind, const char *first, con
     return FL_OK;
 }
 
-fl_status fl__finish_labels(fl_dataset *d, const char *name, fl_err *e) {
+static fl_status finish_labels(fl_dataset *d, const char *name, fl_err *e) {
     int32_t max = -1;
     for (int64_t i = 0; i < d->n; i++) {
         if (d->y[i] < -1 || d->y[i] >= 65536)
@@ -159,4 +159,21 @@ fl_status fl__finish_labels(fl_dataset *d, const char *name, fl_err *e) {
         return FL_OK;
     }
     return fl__set_classes(d, max + 1, NULL, e);
+}
+
+fl_status fl__finish_load(fl_dataset *d, const char *labels_name, const char *kind,
+                          const char *first, const char *second, fl_err *e) {
+    fl_status st = finish_labels(d, labels_name, e);
+    return st ? st : fl__set_source(d, kind, first, second, e);
+}
+
+fl_status fl__dataset_adopt_u8(int64_t have, int64_t n, int c, int h, int w, const fl_scale *s,
+                               uint8_t **pixels, fl_dataset **out, fl_err *e) {
+    if (n < have) { /* a shrinking realloc that fails leaves the buffer as it was: keep it */
+        uint8_t *p = realloc(*pixels, n ? (size_t)(n * c * h * w) : 1);
+        if (p) *pixels = p;
+    }
+    uint8_t *px = *pixels;
+    *pixels = NULL; /* adopted by the dataset, or freed on failure */
+    return fl__dataset_new_u8(n, c, h, w, s, px, out, e);
 }

@@ -181,9 +181,7 @@ fl_status fl__load_pngdir(const char *dir, const fl_scale *s, int64_t limit, fl_
     }
     if (labelled && (st = fl__set_classes(d, classes.n, (const char *const *)classes.v, e)))
         goto done;
-    if ((st = fl__finish_labels(d, dir, e)) != FL_OK ||
-        (st = fl__set_source(d, NULL, dir, NULL, e)) != FL_OK)
-        goto done;
+    if ((st = fl__finish_load(d, dir, NULL, dir, NULL, e)) != FL_OK) goto done;
     *out = d;
     d = NULL;
 done:

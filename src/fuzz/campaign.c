@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "flare/gan.h"
 #include "fuzz/fuzz_int.h"
 #include "fuzz/grad.h"
 #include "fuzz/round.h"
@@ -87,7 +88,10 @@ static fl_status check_models(fz_campaign *cp, fl_err *e) {
 static fl_status build_cover(fz_campaign *cp, fl_err *e) {
     const fl_fuzz_opts *o = cp->o;
     char *from_profile = NULL;
-    const char *layers = o->layers ? o->layers : "all";
+    const char *layers = o->gen ? o->gen->layers : o->layers ? o->layers : "all";
+    if (o->gen && o->layers && strcmp(o->layers, o->gen->layers))
+        return fl_fail(e, FL_ERR_ARG, "--layers %s: the generator was trained on layer set '%s'",
+                       o->layers, o->gen->layers);
     if (!o->layers && o->profile && !(layers = from_profile = fl_profile_layers(o->profile)))
         return fl_fail(e, FL_ERR_NOMEM, "out of memory");
     fl_status st = fl_layerset_make(o->model, layers, &cp->ls, e);
@@ -111,15 +115,19 @@ static fl_status build_cover(fz_campaign *cp, fl_err *e) {
 static fl_status setup(fz_campaign *cp, const fl_fuzz_opts *o, fl_err *e) {
     memset(cp, 0, sizeof *cp);
     cp->o = o;
-    if (!o->model || !o->seeds || !o->out_dir || !o->criterion)
+    const int gan = o->strategy == FL_FUZZ_FUZZGAN;
+    if (!o->model || (!o->seeds && !gan) || !o->out_dir || !o->criterion)
         return fl_fail(e, FL_ERR_ARG, "a campaign needs a model, seeds, a criterion and -o");
-    if (o->seeds->n < 1) return fl_fail(e, FL_ERR_ARG, "the seed set is empty");
-    if (o->max_time <= 0 && o->max_execs <= 0 && !o->stop)
+    if (gan && !o->gen) return fl_fail(e, FL_ERR_ARG, "--strategy fuzzgan needs a generator");
+    if (!gan && o->seeds->n < 1) return fl_fail(e, FL_ERR_ARG, "the seed set is empty");
+    if (o->max_time <= 0 && o->max_execs <= 0 && o->max_suite <= 0 && o->target_cov <= 0 &&
+        !o->stop)
         return fl_fail(e, FL_ERR_ARG, "a campaign needs a limit: -V seconds or -E executions");
     const fl_dataset *d = o->seeds;
-    cp->c = d->c, cp->h = d->h, cp->w = d->w;
-    cp->n = (int64_t)d->c * d->h * d->w;
-    for (int ch = 0; ch < 3; ch++) fl_scale_lut(&d->scale, ch < d->c ? ch : 0, cp->lut[ch]);
+    cp->c = gan ? o->gen->c : d->c, cp->h = gan ? o->gen->h : d->h, cp->w = gan ? o->gen->w : d->w;
+    cp->n = (int64_t)cp->c * cp->h * cp->w;
+    cp->scale = gan ? o->gen->scale : d->scale;
+    for (int ch = 0; ch < 3; ch++) fl_scale_lut(&cp->scale, ch < cp->c ? ch : 0, cp->lut[ch]);
     const int nlc = o->preset == FL_PRESET_NLC;
     cp->alpha = o->alpha >= 0 ? o->alpha : nlc ? 0.4 : 0.02;
     cp->beta = o->beta >= 0 ? o->beta : nlc ? 0.8 : 0.2;
@@ -128,7 +136,12 @@ static fl_status setup(fz_campaign *cp, const fl_fuzz_opts *o, fl_err *e) {
     cp->nonzero = nlc;
     cp->session = 1;
     fl_status st;
-    if ((st = check_models(cp, e)) || (st = build_cover(cp, e))) return st;
+    if (gan) {
+        cp->n_classes = o->gen->n_classes;
+        if ((st = build_cover(cp, e)) || (st = fz_gan_check(cp, e))) return st;
+    } else if ((st = check_models(cp, e)) || (st = build_cover(cp, e))) {
+        return st;
+    }
     if ((st = fz_out_check(o->out_dir, o->resume, e))) return st;
     if ((st = fl_xform_menu_make(o->preset, &cp->menu, e))) return st;
     fl_fuzz_select sel = o->select;
@@ -145,7 +158,9 @@ static fl_status setup(fz_campaign *cp, const fl_fuzz_opts *o, fl_err *e) {
             return fl_fail(e, FL_ERR_NOTFOUND, "--tf-layer %s: no such tensor in the model",
                            o->tf_layer);
     }
-    if (d->class_names && d->n_classes >= cp->n_classes) {
+    if (gan) {
+        cp->class_names = o->gen->class_names;
+    } else if (d->class_names && d->n_classes >= cp->n_classes) {
         cp->class_names = d->class_names;
     } else {
         static char names[1000][12];
@@ -259,6 +274,7 @@ static void teardown(fz_campaign *cp) {
     fz_queue_free(&cp->q);
     fz_findings_free(&cp->fs);
     fz_novelty_free(&cp->nv);
+    fl_tensor_free(&cp->gan_img);
     fl_coverset_free(cp->cov);
     fl_layerset_free(cp->ls);
     fl_xform_menu_free(&cp->menu);
@@ -268,7 +284,7 @@ fl_status fl_fuzz_run(const fl_fuzz_opts *o, fl_fuzz_result *r, fl_err *e) {
     fz_campaign cp;
     memset(r, 0, sizeof *r);
     fl_status st = setup(&cp, o, e);
-    if (!st && !o->resume) st = load_seeds(&cp, r, e);
+    if (!st && !o->resume && o->strategy != FL_FUZZ_FUZZGAN) st = load_seeds(&cp, r, e);
     if (!st && o->resume) {
         st = fz_out_resume(&cp, e);
         if (!st) st = fz_findings_load(&cp, e);
@@ -295,8 +311,16 @@ fl_status fl_fuzz_run(const fl_fuzz_opts *o, fl_fuzz_result *r, fl_err *e) {
         if (o->stop && *o->stop) break;
         if (o->max_execs > 0 && cp.execs - cp.execs_before >= o->max_execs) break;
         if (o->max_time > 0 && fl_now() - cp.t0 >= o->max_time) break;
+        if (o->max_suite > 0 && cp.q.n >= o->max_suite) break;
+        if (o->target_cov > 0) {
+            int64_t c, t;
+            fl_cover_stats(cp.cov->c[0], &c, &t);
+            if (t && (double)c >= o->target_cov * (double)t) break;
+        }
         int ran = 0;
-        st = cp.grad ? fz_grad_round(cp.grad, &cp, &ran, e) : fz_round_run(&rd, &cp, &ran, e);
+        st = cp.grad                          ? fz_grad_round(cp.grad, &cp, &ran, e)
+             : o->strategy == FL_FUZZ_FUZZGAN ? fz_gan_round(&rd, &cp, &ran, e)
+                                              : fz_round_run(&rd, &cp, &ran, e);
         empty = ran ? 0 : empty + 1;
         if (!st && empty >= 10000 && cp.grad)
             st = fl_fail(e, FL_ERR_ARG,

@@ -25,39 +25,30 @@ static uint64_t key_hash(int oracle, int32_t label, int32_t pred, int32_t pred2,
     return h ^ (h >> 31);
 }
 
-static int same(const fz_finding *f, int oracle, int32_t label, int32_t pred, int32_t pred2,
-                int64_t root) {
-    return f->oracle == oracle && f->label == label && f->pred == pred && f->pred2 == pred2 &&
-           f->root == root;
-}
+typedef struct fkey {
+    const fz_finding *f; /* the table's records */
+    int oracle;
+    int32_t label, pred, pred2;
+    int64_t root;
+} fkey;
 
-static fl_status rehash(fz_findings *fs, fl_err *e) {
-    int64_t ns = fs->n_slots ? fs->n_slots * 2 : 1024;
-    int64_t *s = malloc(sizeof *s * (size_t)ns);
-    if (!s) return fl_fail(e, FL_ERR_NOMEM, "out of memory");
-    for (int64_t i = 0; i < ns; i++) s[i] = -1;
-    for (int64_t i = 0; i < fs->n; i++) {
-        const fz_finding *f = &fs->f[i];
-        uint64_t h = key_hash(f->oracle, f->label, f->pred, f->pred2, f->root);
-        int64_t j = (int64_t)(h & (uint64_t)(ns - 1));
-        while (s[j] >= 0) j = (j + 1) & (ns - 1);
-        s[j] = i;
-    }
-    free(fs->slot);
-    fs->slot = s;
-    fs->n_slots = ns;
-    return FL_OK;
+static int same(const void *ctx, int64_t i) {
+    const fkey *k = ctx;
+    const fz_finding *f = &k->f[i];
+    return f->oracle == k->oracle && f->label == k->label && f->pred == k->pred &&
+           f->pred2 == k->pred2 && f->root == k->root;
 }
 
 /* The finding with this key, created (seen 0, min_l2 +inf) when absent. */
 static fz_finding *lookup(fz_findings *fs, int oracle, int32_t label, int32_t pred, int32_t pred2,
                           int64_t root, int *created, fl_err *e) {
     *created = 0;
-    if ((fs->n + 1) * 2 > fs->n_slots && rehash(fs, e)) return NULL;
+    if (!fl_index_reserve(&fs->ix, fs->n + 1))
+        return fl_fail(e, FL_ERR_NOMEM, "out of memory"), NULL;
     uint64_t h = key_hash(oracle, label, pred, pred2, root);
-    int64_t j = (int64_t)(h & (uint64_t)(fs->n_slots - 1));
-    for (; fs->slot[j] >= 0; j = (j + 1) & (fs->n_slots - 1))
-        if (same(&fs->f[fs->slot[j]], oracle, label, pred, pred2, root)) return &fs->f[fs->slot[j]];
+    fkey k = {fs->f, oracle, label, pred, pred2, root};
+    int64_t at, i = fl_index_find(&fs->ix, h, same, &k, &at);
+    if (i >= 0) return &fs->f[i];
     if (fs->n == fs->cap) {
         int64_t c = fs->cap ? fs->cap * 2 : 256;
         fz_finding *p = realloc(fs->f, sizeof *p * (size_t)c);
@@ -67,7 +58,7 @@ static fz_finding *lookup(fz_findings *fs, int oracle, int32_t label, int32_t pr
     }
     fz_finding *f = &fs->f[fs->n];
     *f = (fz_finding){oracle, label, pred, pred2, root, 0, INFINITY, -1};
-    fs->slot[j] = fs->n++;
+    fl_index_put(&fs->ix, at, h, fs->n++);
     fs->by_oracle[oracle]++;
     *created = 1;
     return f;
@@ -77,7 +68,7 @@ void fz_findings_free(fz_findings *fs) {
     for (int64_t i = 0; i < fs->n_pend; i++) free(fs->pend[i].px), free(fs->pend[i].input);
     free(fs->pend);
     free(fs->f);
-    free(fs->slot);
+    fl_index_free(&fs->ix);
     memset(fs, 0, sizeof *fs);
 }
 
@@ -226,7 +217,8 @@ fl_status fz_findings_add(fz_campaign *cp, const fz_failure *f, int *is_new, fl_
     fl_fuzz_dist(f->root->px, f->px, cp->n, &l0, &l2, &linf);
     fl_status st = FL_OK;
     if (*is_new) st = write_files(cp, f, fd, "first", l0, l2, linf, e);
-    if (!st && l2 < fd->min_l2) {
+    /* a generated case (fuzzgan) is its own root: no seed to be close to, no "min" file */
+    if (!st && l2 < fd->min_l2 && cp->o->strategy != FL_FUZZ_FUZZGAN) {
         fd->min_l2 = l2;
         st = defer_min(cp, f, fd - cp->fs.f, l0, l2, linf, e);
     }
@@ -311,15 +303,17 @@ fl_status fz_findings_load(fz_campaign *cp, fl_err *e) {
     return st;
 }
 
+/* Generated cases (fuzzgan) have no seed: one tile each, labelled class > prediction. */
 fl_status fz_findings_grid(fz_campaign *cp, fl_err *e) {
     enum { MAX = 50 };
+    const int per = cp->o->strategy == FL_FUZZ_FUZZGAN ? 1 : 2; /* tiles per finding */
     int n = cp->fs.n < MAX ? (int)cp->fs.n : MAX;
     char path[4096];
     fl_status st = fz_path(path, sizeof path, cp->o->out_dir, "failures.png", e);
     if (st || n == 0) return st;
-    float *img = calloc((size_t)(2 * n) * (size_t)cp->n, sizeof(float));
-    char (*lab)[96] = calloc((size_t)(2 * n), sizeof *lab);
-    const char **labels = calloc((size_t)(2 * n), sizeof *labels);
+    float *img = calloc((size_t)(per * n) * (size_t)cp->n, sizeof(float));
+    char (*lab)[96] = calloc((size_t)(per * n), sizeof *lab);
+    const char **labels = calloc((size_t)(per * n), sizeof *labels);
     if (!img || !lab || !labels) st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
     for (int i = 0; !st && i < n; i++) {
         const fz_finding *fd = &cp->fs.f[i];
@@ -328,25 +322,29 @@ fl_status fz_findings_grid(fz_campaign *cp, fl_err *e) {
         snprintf(npy, sizeof npy, "%s/failures/%s/root:%06lld,first.npy", cp->o->out_dir, dir,
                  (long long)fd->root);
         fl_tensor t = {0};
-        float *seed = img + (int64_t)(2 * i) * cp->n, *mut = seed + cp->n;
-        for (int64_t k = 0; k < cp->n; k++) seed[k] = cp->q.e[fd->root].px[k] / 255.0f;
+        float *seed = img + (int64_t)(per * i) * cp->n, *mut = seed + (per - 1) * cp->n;
+        for (int64_t k = 0; per == 2 && k < cp->n; k++) seed[k] = cp->q.e[fd->root].px[k] / 255.0f;
         if (fl_npy_read_tensor(npy, &t, NULL) == FL_OK && t.size == cp->n) {
             memcpy(mut, t.data, sizeof(float) * (size_t)cp->n);
-            fl_scale_unapply(&cp->o->seeds->scale, mut, 1, cp->c, (int64_t)cp->h * cp->w);
+            fl_scale_unapply(&cp->scale, mut, 1, cp->c, (int64_t)cp->h * cp->w);
         }
         fl_tensor_free(&t);
-        snprintf(lab[2 * i], sizeof lab[0], "#%lld\n%s", (long long)fd->root,
-                 class_name(cp, fd->label));
+        char *l0 = lab[per * i], *l1 = lab[per * i + per - 1];
+        if (per == 2) snprintf(l0, sizeof lab[0], "#%lld\n%s", (long long)fd->root,
+                               class_name(cp, fd->label));
         if (fd->oracle == FZ_OR_DISAGREE)
-            snprintf(lab[2 * i + 1], sizeof lab[0], "%s\nmodel2 %s", class_name(cp, fd->pred),
+            snprintf(l1, sizeof lab[0], "%s\nmodel2 %s", class_name(cp, fd->pred),
                      class_name(cp, fd->pred2));
+        else if (per == 1)
+            snprintf(l1, sizeof lab[0], "%.12s\n>%.12s", class_name(cp, fd->label),
+                     fd->oracle == FZ_OR_NONFINITE ? "non-finite" : class_name(cp, fd->pred));
         else
-            snprintf(lab[2 * i + 1], sizeof lab[0], "%s\n%s", class_name(cp, fd->pred),
+            snprintf(l1, sizeof lab[0], "%s\n%s", class_name(cp, fd->pred),
                      fd->oracle == FZ_OR_NONFINITE ? "non-finite" : "");
-        labels[2 * i] = lab[2 * i];
-        labels[2 * i + 1] = lab[2 * i + 1];
+        labels[per * i] = lab[per * i];
+        labels[per * i + per - 1] = lab[per * i + per - 1];
     }
-    if (!st) st = fl_image_grid_write(path, img, 2 * n, cp->c, cp->h, cp->w, 10, labels, e);
+    if (!st) st = fl_image_grid_write(path, img, per * n, cp->c, cp->h, cp->w, 10, labels, e);
     free(img);
     free(lab);
     free(labels);

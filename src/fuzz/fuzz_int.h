@@ -16,6 +16,7 @@
 #include <stdio.h>
 
 #include "flare/fuzz.h"
+#include "flare/index.h"
 
 /* ---- queue ---------------------------------------------------------------------------------- */
 typedef struct fz_entry {
@@ -90,8 +91,7 @@ typedef struct fz_pending {
 typedef struct fz_findings {
     fz_finding *f;
     int64_t n, cap;
-    int64_t *slot;      /* open addressing over f; -1 empty */
-    int64_t n_slots;
+    fl_index ix;        /* key hash -> position in f */
     int64_t total;      /* failing mutants, repeats included */
     int64_t by_oracle[3];
     fz_pending *pend;
@@ -147,6 +147,7 @@ typedef struct fz_campaign {
     int n_classes;
     char **class_names;        /* borrowed from the seeds, or made up "0".."K-1" */
     float lut[3][256];         /* pixels to inputs */
+    fl_scale scale;            /* ... that map: the seeds' scale, or the generator's */
     fl_xform_menu menu;
     double alpha, beta;
     int try_num, k, nonzero;
@@ -166,6 +167,7 @@ typedef struct fz_campaign {
     FILE *plot;
     fl_fuzz_status st;
     struct fz_grad *grad;      /* the gradient strategies' state (grad.c), or NULL */
+    fl_tensor gan_img;         /* fuzzgan: the generator's last batch [k, c, h, w] */
 } fz_campaign;
 
 /* Queue a child of entry pid: pixels px (copied), op appended to the parent's lineage; a

@@ -5,7 +5,8 @@
 #include "fuzz/fuzz_int.h"
 
 static const char *const strategy_names[] = {"deephunter", "tensorfuzz", "random", "dlfuzz",
-                                             "deepxplore", "deepsa",     "fgsm",   "pgd"};
+                                             "deepxplore", "deepsa",     "fgsm",   "pgd",
+                                             "fuzzgan"};
 static const char *const select_names[] = {"default",  "uniform", "tensorfuzz",
                                            "deeptest", "prob",    "fifo"};
 
@@ -13,7 +14,7 @@ fl_status fl_fuzz_strategy_parse(const char *s, fl_fuzz_strategy *out, fl_err *e
     for (int i = 0; i < FL_FUZZ_STRATEGY_COUNT_; i++)
         if (!strcmp(s, strategy_names[i])) return *out = (fl_fuzz_strategy)i, FL_OK;
     return fl_fail(e, FL_ERR_ARG, "unknown strategy '%s' (deephunter, tensorfuzz, random, dlfuzz, "
-                   "deepxplore, deepsa, fgsm, pgd)", s);
+                   "deepxplore, deepsa, fgsm, pgd, fuzzgan)", s);
 }
 const char *fl_fuzz_strategy_name(fl_fuzz_strategy s) {
     return s < FL_FUZZ_STRATEGY_COUNT_ ? strategy_names[s] : "?";

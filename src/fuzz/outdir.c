@@ -55,6 +55,10 @@ fl_status fz_out_create(const char *out_dir, fl_err *e) {
 /* "queue/id:000012,src:000003,op:rotate" (no extension) */
 static void entry_stem(const fz_campaign *cp, const fz_entry *x, const char *last_op, char *buf,
                        size_t n) {
+    if (x->src < 0 && x->seed_index < 0) { /* generated (fuzzgan): ops is "gen:c3,n17" */
+        snprintf(buf, n, "%s/queue/id:%06lld,%s", cp->o->out_dir, (long long)x->id, x->ops);
+        return;
+    }
     if (x->src < 0) {
         snprintf(buf, n, "%s/queue/id:%06lld,orig:%lld", cp->o->out_dir, (long long)x->id,
                  (long long)x->seed_index);
@@ -161,7 +165,7 @@ fl_status fz_out_stats(fz_campaign *cp, int final, fl_err *e) {
     if (o->model2_path) fprintf(f, "model2            : %s\n", o->model2_path);
     if (o->seeds_spec) fprintf(f, "seeds_spec        : %s\n", o->seeds_spec);
     char sc[96];
-    fprintf(f, "scale             : %s\n", fl_scale_str(&o->seeds->scale, sc, sizeof sc));
+    fprintf(f, "scale             : %s\n", fl_scale_str(&cp->scale, sc, sizeof sc));
     fprintf(f, "state             : %s\n", final ? "stopped" : "running");
     if (o->command_line) fprintf(f, "command_line      : %s\n", o->command_line);
     fclose(f);
@@ -299,7 +303,7 @@ static fl_status read_entry(fz_campaign *cp, const char *stem, fz_entry *x, fl_e
         return fl_fail(e, FL_ERR_SHAPE, "%s: %lld values, the campaign's images have %lld", path,
                        (long long)t.size, (long long)cp->n);
     }
-    fl_scale_unapply(&cp->o->seeds->scale, t.data, 1, cp->c, (int64_t)cp->h * cp->w);
+    fl_scale_unapply(&cp->scale, t.data, 1, cp->c, (int64_t)cp->h * cp->w);
     x->px = malloc((size_t)cp->n);
     for (int64_t i = 0; x->px && i < cp->n; i++) {
         float v = roundf(t.data[i] * 255.0f);

@@ -32,11 +32,6 @@ typedef struct fset {
     uint64_t *group;
 } fset;
 
-static uint64_t fnv(const char *s, uint64_t h) {
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
 static fl_status add_one(fset *fs, const char *dir, const char *name, int K, fl_err *e) {
     char path[8192];
     if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
@@ -51,7 +46,8 @@ static fl_status add_one(fset *fs, const char *dir, const char *name, int K, fl_
         return fl_fail(e, FL_ERR_FORMAT, "%s: no label in [0, %d)", path, K);
     }
     int32_t label = (int32_t)lab->valuedouble;
-    uint64_t g = fnv(dir, 1469598103934665603ull ^ (uint64_t)(cJSON_IsNumber(root) ? root->valuedouble : 0));
+    uint64_t g = fl_fnv1a(FL_FNV_BASIS ^ (uint64_t)(cJSON_IsNumber(root) ? root->valuedouble : 0),
+                          dir, strlen(dir));
     cJSON_Delete(j);
     strcpy(path + strlen(path) - 5, ".npy");
     fl_tensor t = {0};

@@ -204,9 +204,9 @@ static fl_status keep(fz_campaign *cp, fz_round *rd, int64_t pid, int slot, fl_e
                    &rd->op[slot], e);
 }
 
-/* Forward the B valid mutants, fill verdicts; coverage over the finite ones. *nf = their
- * number; the model then holds the pass of exactly those rows (for the novelty vectors). */
-static fl_status evaluate(fz_campaign *cp, fz_round *rd, int B, int *nf, fl_err *e) {
+fl_status fz_round_evaluate(fz_campaign *cp, fz_round *rd, int B, int *nf, fl_err *e) {
+    *nf = 0;
+    if (B < 1) return FL_OK;
     fl_model *m = cp->o->model;
     const int64_t n = cp->n;
     for (int i = 0; i < B; i++) fz_to_input(cp, rd->px + (int64_t)rd->rows[i] * n, 1, rd->x.data + i * n);
@@ -268,7 +268,7 @@ fl_status fz_round_run(fz_round *rd, fz_campaign *cp, int *ran, fl_err *e) {
     *ran = B > 0;
     if (!B) return FL_OK;
     int nf;
-    fl_status st = evaluate(cp, rd, B, &nf, e);
+    fl_status st = fz_round_evaluate(cp, rd, B, &nf, e);
     if (st) return st;
     /* novelty of the finite rows (tensorfuzz), sequential within the round */
     int d = 0;

@@ -26,6 +26,16 @@ void fz_round_free(fz_round *rd);
 fl_status fz_replay_corpus(fz_round *rd, fz_campaign *cp, fl_err *e);
 /* One round; *ran = 0 when the pick gave no valid mutant. */
 fl_status fz_round_run(fz_round *rd, fz_campaign *cp, int *ran, fl_err *e);
+/* Forward the B mutants rd->px[rd->rows[i]], fill rd->v[i] (pred, pred2, confidence; the
+ * caller sets label and oracle); coverage over the finite ones into rd->added (indexed by
+ * finite row). *nf = their number, rd->finite[] their indices; the model then holds the pass
+ * of exactly those rows (for the novelty vectors). */
+fl_status fz_round_evaluate(fz_campaign *cp, fz_round *rd, int B, int *nf, fl_err *e);
+/* fuzzgan's round (gan_round.c): k generated cases, evaluated, judged, kept. */
+fl_status fz_gan_round(fz_round *rd, fz_campaign *cp, int *ran, fl_err *e);
+/* fuzzgan's checks before anything is written: the generator against the model, the layer
+ * set, an NC guide. */
+fl_status fz_gan_check(fz_campaign *cp, fl_err *e);
 
 /* Index of the largest of v[k] (the first of equals); *conf = its softmax probability. */
 int32_t fz_argmax(const float *v, int k, float *conf);

@@ -52,6 +52,19 @@ void fl_imap_finish(fl_imap *im, const int64_t *in_shape) {
     }
 }
 
+fl_status fl_imap_broadcast(fl_imap *im, int ndim, const int64_t *out_shape, int x_ndim,
+                            const int64_t *x_shape, fl_err *e) {
+    fl_status st = fl_imap_plan(im, ndim, out_shape, e);
+    if (st != FL_OK) return st;
+    int64_t al[FL_MAX_DIMS] = {1};
+    for (int d = 0; d < ndim; d++) {
+        al[d] = d < ndim - x_ndim ? 1 : x_shape[d - (ndim - x_ndim)];
+        for (int64_t o = 0; o < out_shape[d]; o++) im->map[d][o] = al[d] == 1 ? 0 : o;
+    }
+    fl_imap_finish(im, al);
+    return FL_OK;
+}
+
 void fl_imap_free(fl_imap *im) {
     fl_free(im->buf);
     memset(im, 0, sizeof *im);

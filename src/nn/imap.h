@@ -28,6 +28,10 @@ typedef struct fl_imap {
 fl_status fl_imap_plan(fl_imap *im, int ndim, const int64_t *out_shape, fl_err *e);
 void fl_imap_finish(fl_imap *im, const int64_t *in_shape);
 void fl_imap_free(fl_imap *im);
+/* Plan and finish in one call for numpy broadcasting: x (rank x_ndim <= ndim, right-aligned,
+ * each dim 1 or equal to the output's) read at every output position; a size-1 dim repeats. */
+fl_status fl_imap_broadcast(fl_imap *im, int ndim, const int64_t *out_shape, int x_ndim,
+                            const int64_t *x_shape, fl_err *e);
 
 /* y = gather(x), fill where the map says -1. */
 void fl_imap_forward(const fl_imap *im, const float *x, float *y, float fill);

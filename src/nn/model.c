@@ -52,6 +52,9 @@ void fl_model_free(fl_model *m) {
             free(m->input_dim_name[i][d]);
             free(m->output_dim_name[i][d]);
         }
+    for (int i = 0; i < m->n_meta; i++) free(m->meta_key[i]), free(m->meta_val[i]);
+    free(m->meta_key);
+    free(m->meta_val);
     free(m);
 }
 
@@ -60,6 +63,36 @@ static char *dup_str(const char *s) {
     char *p = malloc(n);
     if (p) memcpy(p, s, n);
     return p;
+}
+
+const char *fl_model_meta_get(const fl_model *m, const char *key) {
+    for (int i = 0; i < m->n_meta; i++)
+        if (!strcmp(m->meta_key[i], key)) return m->meta_val[i];
+    return NULL;
+}
+
+fl_status fl_model_meta_set(fl_model *m, const char *key, const char *value, fl_err *e) {
+    char *v = dup_str(value);
+    if (!v) return fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < m->n_meta; i++)
+        if (!strcmp(m->meta_key[i], key)) {
+            free(m->meta_val[i]);
+            m->meta_val[i] = v;
+            return FL_OK;
+        }
+    char *k = dup_str(key);
+    char **ks = realloc(m->meta_key, sizeof(char *) * (size_t)(m->n_meta + 1));
+    if (ks) m->meta_key = ks;
+    char **vs = ks ? realloc(m->meta_val, sizeof(char *) * (size_t)(m->n_meta + 1)) : NULL;
+    if (vs) m->meta_val = vs;
+    if (!k || !vs) {
+        free(k);
+        free(v);
+        return fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    }
+    m->meta_key[m->n_meta] = k;
+    m->meta_val[m->n_meta++] = v;
+    return FL_OK;
 }
 
 int fl_model_find(const fl_model *m, const char *name) {

@@ -1,5 +1,6 @@
-/* Helpers the op implementations share: axis normalisation, integer inputs (shapes, axes,
- * pads) read at planning time, and marking which axes an op names. */
+/* Helpers the op implementations share: numpy broadcast shapes, axis normalisation, integer
+ * inputs (shapes, axes, pads) read at planning time and the size of shapes built from them,
+ * and marking which axes an op names. */
 #include <math.h>
 #include <string.h>
 
@@ -9,6 +10,30 @@
 int fl_norm_axis(int64_t axis, int rank) {
     if (axis < -rank || axis >= rank) return -1;
     return (int)(axis < 0 ? axis + rank : axis);
+}
+
+int fl_broadcast_shape(int64_t *out, int *rank, int ndim, const int64_t *shape) {
+    if (ndim > *rank) {
+        int grow = ndim - *rank;
+        memmove(out + grow, out, sizeof(int64_t) * (size_t)*rank);
+        for (int d = 0; d < grow; d++) out[d] = 1;
+        *rank = ndim;
+    }
+    for (int d = 0; d < ndim; d++) {
+        int64_t v = shape[d], *y = &out[*rank - ndim + d];
+        if (v != 1 && *y != 1 && v != *y) return 0;
+        if (v != 1) *y = v;
+    }
+    return 1;
+}
+
+fl_status fl_node_check_size(const fl_node *n, int ndim, const int64_t *shape, fl_err *e) {
+    int64_t size = 1;
+    for (int d = 0; d < ndim; d++)
+        if (__builtin_mul_overflow(size, shape[d], &size) || size > ((int64_t)1 << 40))
+            return fl_fail(e, FL_ERR_SHAPE, "node '%s' (%s): the output would have more than 2^40 "
+                           "elements", n->name, n->op->name);
+    return FL_OK;
 }
 
 /* saturate: values beyond +-2^24 become +-2^62 instead of failing (Slice's "to the end"

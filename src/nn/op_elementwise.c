@@ -1,4 +1,8 @@
-/* Binary element-wise ops with numpy broadcasting: Add, Sub, Mul, Div, Pow.
+/* Binary element-wise ops with numpy broadcasting: Add, Sub, Mul, Div, Pow, Mod, the
+ * comparisons Equal, Less, Greater, LessOrEqual, GreaterOrEqual and the logical And, Or, Xor.
+ * Comparisons and logical ops yield bool (stored as 0 / 1 like every flare tensor) and have no
+ * gradient: they are piecewise constant, and backward stops at them. Div of integer tensors
+ * truncates.
  *
  * Broadcasting is planned once per shape: both inputs are right-aligned to the output's rank
  * and adjacent dimensions are merged whenever neither input changes its broadcast status
@@ -21,7 +25,22 @@
 #include "flare/model.h"
 #include "nn/ops.h"
 
-enum { EW_ADD, EW_SUB, EW_MUL, EW_DIV, EW_POW };
+enum { EW_ADD, EW_SUB, EW_MUL, EW_DIV, EW_IDIV, EW_POW, EW_MOD, EW_FMOD, EW_EQ, EW_LT, EW_GT,
+       EW_LE, EW_GE, EW_AND, EW_OR, EW_XOR };
+
+static const struct { const char *name; int kind; } kinds[] = {
+    {"Add", EW_ADD},         {"Sub", EW_SUB},   {"Mul", EW_MUL},       {"Div", EW_DIV},
+    {"Pow", EW_POW},         {"Mod", EW_MOD},   {"Equal", EW_EQ},      {"Less", EW_LT},
+    {"Greater", EW_GT},      {"LessOrEqual", EW_LE}, {"GreaterOrEqual", EW_GE},
+    {"And", EW_AND},         {"Or", EW_OR},     {"Xor", EW_XOR},
+};
+
+/* Mod with fmod = 0 (ONNX's integer mod): the remainder takes the divisor's sign, as in
+ * Python; fmod = 1 is C's fmod (the dividend's sign). */
+static inline float int_mod(float a, float b) {
+    float r = fmodf(a, b);
+    return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+}
 
 typedef struct bin_state {
     int kind;                   /* EW_* */
@@ -34,16 +53,25 @@ typedef struct bin_state {
 static fl_status bin_init(fl_model *m, fl_node *n, fl_err *e) {
     /* "broadcast" is the opset < 7 switch for what is now always on; "axis" (its legacy
      * left-aligned mode) has no numpy equivalent and is rejected. */
-    static const char *const known[] = {"broadcast", NULL};
+    static const char *const known[] = {"broadcast", NULL}, *const known_mod[] = {"fmod", NULL};
+    int kind = -1;
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+        if (strcmp(kinds[k].name, n->op->name) == 0) kind = kinds[k].kind;
     fl_status st = fl_node_check_arity(n, 2, 2, 1, 1, e);
-    if (st == FL_OK) st = fl_node_check_attrs(n, known, e);
+    if (st == FL_OK) st = fl_node_check_attrs(n, kind == EW_MOD ? known_mod : known, e);
     if (st != FL_OK) return st;
     bin_state *s = fl_alloc(sizeof *s);
     if (!s) return fl_fail(e, FL_ERR_NOMEM, "out of memory");
-    const char *t = n->op->name;
-    s->kind = t[0] == 'A' ? EW_ADD : t[0] == 'S' ? EW_SUB : t[0] == 'M' ? EW_MUL
-            : t[0] == 'P' ? EW_POW : EW_DIV;
     n->state = s;
+    if (kind == EW_MOD && fl_node_attr_int(n, "fmod", 0) != 0) kind = EW_FMOD;
+    /* integer division truncates (C, onnxruntime); flare holds integers as floats. ONNX
+     * dtypes 2..7 are uint8, int8, uint16, int16, int32, int64. */
+    int dt = n->in[0] >= 0 ? m->values[n->in[0]].onnx_dtype : 1;
+    if (kind == EW_DIV && dt >= 2 && dt <= 7) kind = EW_IDIV;
+    s->kind = kind;
+    /* bool for predicates, else the inputs' type: int64 stays int64 along a shape chain, so
+     * that a Div further down truncates */
+    m->values[n->out[0]].onnx_dtype = kind >= EW_EQ ? 9 : dt;
     return FL_OK;
 }
 
@@ -134,7 +162,18 @@ static void row_forward(int kind, const row *r) {
     case EW_SUB: FWD_LOOP(A - B); break;
     case EW_MUL: FWD_LOOP(A * B); break;
     case EW_POW: FWD_LOOP(B == 2.0f ? A * A : powf(A, B)); break; /* x^2: LayerNorm expanded */
-    default: FWD_LOOP(A / B); break;
+    case EW_DIV: FWD_LOOP(A / B); break;
+    case EW_IDIV: FWD_LOOP(truncf(A / B)); break;
+    case EW_MOD: FWD_LOOP(int_mod(A, B)); break;
+    case EW_FMOD: FWD_LOOP(fmodf(A, B)); break;
+    case EW_EQ: FWD_LOOP(A == B); break;
+    case EW_LT: FWD_LOOP(A < B); break;
+    case EW_GT: FWD_LOOP(A > B); break;
+    case EW_LE: FWD_LOOP(A <= B); break;
+    case EW_GE: FWD_LOOP(A >= B); break;
+    case EW_AND: FWD_LOOP(A != 0 && B != 0); break;
+    case EW_OR: FWD_LOOP(A != 0 || B != 0); break;
+    default: FWD_LOOP((A != 0) != (B != 0)); break;
     }
 }
 
@@ -169,7 +208,9 @@ static void row_backward(int kind, const row *r) {
         case EW_MUL: GRAD_LOOP(ga, ia, D * B); break;
         /* B = 0 is a constant 1 (0 * pow(0, -1) would be NaN) */
         case EW_POW: GRAD_LOOP(ga, ia, B == 0 ? 0.0f : D * B * powf(A, B - 1)); break;
-        default: GRAD_LOOP(ga, ia, D / B); break;
+        case EW_DIV:
+        case EW_IDIV: GRAD_LOOP(ga, ia, D / B); break;
+        default: GRAD_LOOP(ga, ia, D); break; /* Mod: a - q b with q piecewise constant */
         }
     }
     if (gb) {
@@ -179,7 +220,10 @@ static void row_backward(int kind, const row *r) {
         case EW_MUL: GRAD_LOOP(gb, ib, D * A); break;
         /* d/dB A^B = A^B ln A, defined for A > 0 only; 0 elsewhere */
         case EW_POW: GRAD_LOOP(gb, ib, A > 0 ? D * powf(A, B) * logf(A) : 0.0f); break;
-        default: GRAD_LOOP(gb, ib, -D * A / (B * B)); break;
+        case EW_DIV:
+        case EW_IDIV: GRAD_LOOP(gb, ib, -D * A / (B * B)); break;
+        case EW_MOD: GRAD_LOOP(gb, ib, -D * floorf(A / B)); break;
+        default: GRAD_LOOP(gb, ib, -D * truncf(A / B)); break;
         }
     }
 }
@@ -246,5 +290,19 @@ static const fl_op op_sub = {"Sub", bin_init, bin_shape, bin_forward, bin_backwa
 static const fl_op op_mul = {"Mul", bin_init, bin_shape, bin_forward, bin_backward, NULL};
 static const fl_op op_div = {"Div", bin_init, bin_shape, bin_forward, bin_backward, NULL};
 static const fl_op op_pow = {"Pow", bin_init, bin_shape, bin_forward, bin_backward, NULL};
+static const fl_op op_mod = {"Mod", bin_init, bin_shape, bin_forward, bin_backward, NULL};
+#define PREDICATE(id, nm) \
+    static const fl_op op_##id = {nm, bin_init, bin_shape, bin_forward, NULL, NULL};
+PREDICATE(eq, "Equal")
+PREDICATE(lt, "Less")
+PREDICATE(gt, "Greater")
+PREDICATE(le, "LessOrEqual")
+PREDICATE(ge, "GreaterOrEqual")
+PREDICATE(and, "And")
+PREDICATE(or, "Or")
+PREDICATE(xor, "Xor")
+#undef PREDICATE
 
-const fl_op *const fl_ops_elementwise[] = {&op_add, &op_sub, &op_mul, &op_div, &op_pow, NULL};
+const fl_op *const fl_ops_elementwise[] = {&op_add, &op_sub, &op_mul, &op_div, &op_pow, &op_mod,
+                                           &op_eq,  &op_lt,  &op_gt,  &op_le,  &op_ge,  &op_and,
+                                           &op_or,  &op_xor, NULL};

@@ -1,11 +1,12 @@
-/* Element-wise math functions: Exp, Log, Sqrt, Neg, Abs, Reciprocal, Erf, Floor, Ceil and
- * the smooth activations HardSigmoid, HardSwish, Gelu, Softplus, Softsign, Mish, Elu, Selu.
+/* Element-wise math functions: Exp, Log, Sqrt, Neg, Abs, Reciprocal, Erf, Floor, Ceil, Not
+ * and the smooth activations HardSigmoid, HardSwish, Gelu, Softplus, Softsign, Mish, Elu, Selu.
  * (Relu, LeakyRelu, Sigmoid, Tanh, Clip live in op_activation.c, which they predate.)
  *
  * Each op is one line of the UNARY_OPS table: its forward y = f(x) and its derivative
  * dy/dx in terms of x, y and the op's two float attributes a, b. Forward and backward are
- * one loop each, expanded per op from the table so the compiler sees a plain loop. Floor
- * and Ceil are piecewise constant: their derivative is 0 (as in PyTorch). */
+ * one loop each, expanded per op from the table so the compiler sees a plain loop. Floor,
+ * Ceil and Not (bool in, bool out) are piecewise constant: their derivative is 0 (as in
+ * PyTorch). */
 #include <math.h>
 #include <string.h>
 
@@ -46,6 +47,7 @@ static inline float mish_grad(float x) {
     X(ERF, "Erf", erff(x), 1.1283791671f * expf(-x * x))                                          \
     X(FLOOR, "Floor", floorf(x), 0.0f)                                                            \
     X(CEIL, "Ceil", ceilf(x), 0.0f)                                                               \
+    X(NOT, "Not", x == 0 ? 1.0f : 0.0f, 0.0f)                                                     \
     X(HARDSIGMOID, "HardSigmoid", clamp01(a * x + b),                                             \
       a * x + b > 0 && a * x + b < 1 ? a : 0.0f)                                                  \
     X(HARDSWISH, "HardSwish", x * clamp01(x / 6.0f + 0.5f),                                       \

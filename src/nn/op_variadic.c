@@ -54,33 +54,20 @@ static fl_status var_shape(fl_model *m, fl_node *n, fl_err *e) {
     var_state *s = n->state;
     int r = 0;
     int64_t ys[FL_MAX_DIMS];
-    for (int i = 0; i < n->n_in; i++)
-        if (fl_in(m, n, i)->ndim > r) r = fl_in(m, n, i)->ndim;
-    for (int d = 0; d < r; d++) ys[d] = 1;
-    for (int i = 0; i < n->n_in; i++) { /* right-aligned numpy broadcasting */
+    for (int i = 0; i < n->n_in; i++) {
         const fl_tensor *x = fl_in(m, n, i);
-        for (int d = 0; d < x->ndim; d++) {
-            int64_t v = x->shape[d], *y = &ys[r - x->ndim + d];
-            if (v != 1 && *y != 1 && v != *y) {
-                char a[128];
-                return fl_fail(e, FL_ERR_SHAPE, "node '%s' (%s): input %d of shape %s does not "
-                               "broadcast with the others", n->name, n->op->name, i,
-                               fl_shape_str(x, a, sizeof a));
-            }
-            if (v != 1) *y = v;
+        if (!fl_broadcast_shape(ys, &r, x->ndim, x->shape)) {
+            char a[128];
+            return fl_fail(e, FL_ERR_SHAPE, "node '%s' (%s): input %d of shape %s does not "
+                           "broadcast with the others", n->name, n->op->name, i,
+                           fl_shape_str(x, a, sizeof a));
         }
     }
     fl_node_set_out_shape(m, n, 0, r, ys);
     for (int i = 0; i < n->n_in; i++) {
         const fl_tensor *x = fl_in(m, n, i);
-        int64_t al[FL_MAX_DIMS];
-        fl_status st = fl_imap_plan(&s->im[i], r, ys, e);
+        fl_status st = fl_imap_broadcast(&s->im[i], r, ys, x->ndim, x->shape, e);
         if (st != FL_OK) return st;
-        for (int d = 0; d < r; d++) {
-            al[d] = d < r - x->ndim ? 1 : x->shape[d - (r - x->ndim)];
-            for (int64_t o = 0; o < ys[d]; o++) s->im[i].map[d][o] = al[d] == 1 ? 0 : o;
-        }
-        fl_imap_finish(&s->im[i], al);
     }
     int64_t size = fl_shape_size(r, ys);
     if (s->cap < size || !s->tmp) {

@@ -11,6 +11,8 @@ static const fl_op *const *const families[] = {
     fl_ops_conv, fl_ops_pool, fl_ops_gemm, fl_ops_elementwise,
     fl_ops_activation, fl_ops_norm, fl_ops_shape, fl_ops_layout, fl_ops_pad,
     fl_ops_reduce, fl_ops_slice, fl_ops_unary, fl_ops_layernorm, fl_ops_variadic,
+    fl_ops_broadcast, fl_ops_generate, fl_ops_groupnorm, fl_ops_resize,
+    fl_ops_scatter, fl_ops_einsum,
 };
 
 const fl_op *fl_op_find(const char *op_type) {

@@ -8,7 +8,15 @@
 extern const fl_op *const fl_ops_conv[];        /* Conv, ConvTranspose */
 extern const fl_op *const fl_ops_pool[];        /* MaxPool, AveragePool, GlobalAveragePool */
 extern const fl_op *const fl_ops_gemm[];        /* Gemm, MatMul */
-extern const fl_op *const fl_ops_elementwise[]; /* Add, Sub, Mul, Div, Pow (broadcasting) */
+extern const fl_op *const fl_ops_elementwise[]; /* Add, Sub, Mul, Div, Pow, Mod, Equal, Less,
+                                                   Greater, LessOrEqual, GreaterOrEqual, And,
+                                                   Or, Xor (broadcasting) */
+extern const fl_op *const fl_ops_broadcast[];   /* Expand, Tile, Where */
+extern const fl_op *const fl_ops_generate[];    /* ConstantOfShape, Range */
+extern const fl_op *const fl_ops_groupnorm[];   /* InstanceNormalization, GroupNormalization */
+extern const fl_op *const fl_ops_resize[];      /* Resize, Upsample */
+extern const fl_op *const fl_ops_scatter[];     /* ScatterND */
+extern const fl_op *const fl_ops_einsum[];      /* Einsum */
 extern const fl_op *const fl_ops_activation[];  /* Relu, LeakyRelu, Sigmoid, Tanh, Softmax,
                                                    LogSoftmax, Clip, Dropout, Identity */
 extern const fl_op *const fl_ops_norm[];        /* BatchNormalization */
@@ -20,8 +28,8 @@ extern const fl_op *const fl_ops_layout[];      /* Transpose, Concat, Gather */
 extern const fl_op *const fl_ops_pad[];         /* Pad */
 extern const fl_op *const fl_ops_slice[];       /* Slice, Split */
 extern const fl_op *const fl_ops_unary[];       /* Exp, Log, Sqrt, Neg, Abs, Reciprocal, Erf,
-                                                   Floor, Ceil, HardSigmoid, HardSwish, Gelu,
-                                                   Softplus, Softsign, Mish, Elu, Selu */
+                                                   Floor, Ceil, Not, HardSigmoid, HardSwish,
+                                                   Gelu, Softplus, Softsign, Mish, Elu, Selu */
 extern const fl_op *const fl_ops_reduce[];      /* ReduceSum, ReduceMean, ReduceMax, ReduceMin,
                                                    ReduceL1, ReduceL2, ReduceSumSquare */
 
@@ -32,6 +40,14 @@ fl_status fl_node_check_arity(const fl_node *n, int min_in, int max_in, int min_
 /* Set the shape of output i (activations are allocated later by the planner). */
 void fl_node_set_out_shape(fl_model *m, fl_node *n, int i, int ndim, const int64_t *shape);
 
+/* numpy broadcasting: merge shape (rank ndim) into out (rank *rank, start with 0; grown with
+ * leading 1s when shorter). Returns 0, leaving out unusable, when a dim is neither 1 nor
+ * equal to out's. */
+int fl_broadcast_shape(int64_t *out, int *rank, int ndim, const int64_t *shape);
+/* Fail naming the node when a shape computed from input values (Expand's, Tile's, ...) has
+ * more than 2^40 elements: no such tensor can be allocated, and the product of eight dims
+ * read as values could overflow int64. */
+fl_status fl_node_check_size(const fl_node *n, int ndim, const int64_t *shape, fl_err *e);
 /* Map axis in [-rank, rank) to [0, rank); -1 when out of range. */
 int fl_norm_axis(int64_t axis, int rank);
 /* Read a 0-D or 1-D integer tensor (stored as floats) of at most `max` entries into out, e.g.

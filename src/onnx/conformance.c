@@ -5,8 +5,8 @@
  * A test is SKIPPED, with the reason, when flare declines it for a documented reason: the load
  * fails with FL_ERR_UNSUPPORTED (an operator, attribute, data type or opset flare does not
  * handle), an input or output has an element type flare does not hold (flare's tensors are
- * float; int32/int64 are stored exactly as floats), or the data has non-finite inputs (flare
- * rejects them by design). Anything else that goes wrong is a FAILURE.
+ * float; bool and the integers up to int64 but uint32/uint64 are stored as floats), or the
+ * data has non-finite inputs (flare rejects them by design). Anything else that goes wrong is a FAILURE.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -28,8 +28,6 @@ __attribute__((format(printf, 3, 4))) static fl_conf_status finish(fl_conf_resul
     va_end(ap);
     return r->status = s;
 }
-
-static int dtype_ok(int dt) { return dt == FL_ONNX_FLOAT || dt == FL_ONNX_INT32 || dt == FL_ONNX_INT64; }
 
 static void list_ops(const fl_model *m, char *buf, size_t len) {
     size_t k = 0;
@@ -129,11 +127,11 @@ fl_conf_status fl_onnx_conformance_run(const char *dir, double rtol, double atol
     list_ops(m, r->ops, sizeof r->ops);
     fl_conf_status s = FL_CONF_PASS;
     for (int i = 0; i < m->n_inputs && s == FL_CONF_PASS; i++)
-        if (!dtype_ok(m->values[m->inputs[i]].onnx_dtype))
+        if (!fl_onnx_dtype_supported(m->values[m->inputs[i]].onnx_dtype))
             s = finish(r, FL_CONF_SKIP, "input '%s' has element type %s", fl_model_input_name(m, i),
                        fl_onnx_dtype_name(m->values[m->inputs[i]].onnx_dtype));
     for (int i = 0; i < m->n_outputs && s == FL_CONF_PASS; i++)
-        if (!dtype_ok(m->values[m->outputs[i]].onnx_dtype))
+        if (!fl_onnx_dtype_supported(m->values[m->outputs[i]].onnx_dtype))
             s = finish(r, FL_CONF_SKIP, "output '%s' has element type %s", fl_model_output_name(m, i),
                        fl_onnx_dtype_name(m->values[m->outputs[i]].onnx_dtype));
     for (int k = 0; s == FL_CONF_PASS; k++) {

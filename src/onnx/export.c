@@ -188,6 +188,14 @@ fl_status fl_onnx_save_buffer(const fl_model *m, uint8_t **buf, size_t *len, fl_
     mp.opset_import = opsets;
     mp.graph = &g;
     g.name = "flare";
+    Onnx__StringStringEntryProto *props = fl_arena_alloc(a, sizeof *props * ((size_t)m->n_meta + 1));
+    mp.metadata_props = fl_arena_alloc(a, sizeof(void *) * ((size_t)m->n_meta + 1));
+    for (int i = 0; props && mp.metadata_props && i < m->n_meta; i++) {
+        onnx__string_string_entry_proto__init(&props[i]);
+        props[i].key = m->meta_key[i];
+        props[i].value = m->meta_val[i];
+        mp.metadata_props[mp.n_metadata_props++] = &props[i];
+    }
 
     /* initializers: every parameter / constant that a node or the graph output reads */
     uint8_t *read = calloc((size_t)m->n_values + 1, 1);

@@ -11,8 +11,13 @@
  * for two batch sizes (3 and 5) and compare. An entry equal in both runs is a constant. An
  * entry that is 3 in one run and 5 in the other, at position 0 of a Reshape's shape whose
  * data input has the batch as its dim 0 in both runs, becomes 0 — ONNX Reshape's "copy this
- * dimension from the input". Anything else that depends on the batch cannot be expressed as
- * a constant, and the load fails saying so.
+ * dimension from the input". A value that depends on the batch otherwise, and is read only
+ * as a shape the reading op takes when it is planned — Expand's, ConstantOfShape's and
+ * Reshape's shape, Tile's repeats, Range's bounds, Slice's starts / ends / axes / steps,
+ * Resize's sizes, Split's sizes, Pad's pads — stays computed: the static nodes it needs are
+ * kept and run, and the op follows the batch (ViT's class token `token.expand(n, -1, -1)`,
+ * attention's `q.view(L, n * heads, d)`). A batch-dependent value read as data cannot be a
+ * constant, and the load fails saying so.
  *
  * "Static" values are constants and outputs of static nodes; a node is static when it is a
  * Shape (its output depends only on its input's shape) or all its inputs are static. The
@@ -38,6 +43,8 @@ typedef struct folder {
     uint8_t *val_static;  /* per value */
     uint8_t *val_shape;   /* per value: static and computed from some Shape */
     uint8_t *frontier;    /* per value */
+    uint8_t *zero0;       /* per value: settled as a Reshape shape whose entry 0 becomes 0 */
+    int kept;             /* frontier values settled as "stays computed" */
     uint8_t *live;        /* per node: still needed after folding */
     uint8_t *need;        /* per value: read by a live node or a graph output */
     int *dtype;           /* per value: ONNX element type of static values */
@@ -162,6 +169,22 @@ static fl_status run_batch(folder *F, int64_t b, int which) {
     return st;
 }
 
+/* Does the non-static node n read v only as a shape-like input it reads when planned (so a
+ * value computed per batch is fine)? */
+static int reads_as_dynamic_shape(const fl_node *n, int v) {
+    static const struct { const char *op; unsigned mask; } readers[] = {
+        {"Expand", 2}, {"ConstantOfShape", 1}, {"Tile", 2}, {"Range", 7}, {"Reshape", 2},
+        {"Slice", 30}, {"Resize", 8}, {"Split", 2}, {"Pad", 2},
+    };
+    for (size_t r = 0; r < sizeof readers / sizeof readers[0]; r++) {
+        if (!op_is(n, readers[r].op)) continue;
+        for (int k = 0; k < n->n_in; k++)
+            if (n->in[k] == v && !(k < 32 && (readers[r].mask >> k & 1))) return 0;
+        return 1;
+    }
+    return 0;
+}
+
 /* Decide the constant for frontier value v from both runs (second run's tensor in place). */
 static fl_status settle(folder *F, int v) {
     fl_model *m = F->m;
@@ -172,25 +195,32 @@ static fl_status settle(folder *F, int v) {
         if (a->data[j] != b->data[j]) differ = 1, only0 &= j == 0;
     if (!differ) return FL_OK;
     int ok = only0 && a->ndim == 1 && a->data[0] == FOLD_B1 && b->data[0] == FOLD_B2;
+    int dynamic = 1; /* every non-static reader takes it as a shape it re-reads per plan */
     const fl_node *bad = NULL;
-    for (int i = 0; i < m->n_nodes && ok; i++) {
+    for (int i = 0; i < m->n_nodes && (ok || dynamic); i++) {
         const fl_node *n = &m->nodes[i];
         int reads = 0;
         for (int k = 0; k < n->n_in; k++) reads |= n->in[k] == v;
         if (!reads || F->node_static[i]) continue;
-        ok = op_is(n, "Reshape") && n->n_in >= 2 && n->in[1] == v && n->in[0] != v &&
+        ok = ok && op_is(n, "Reshape") && n->n_in >= 2 && n->in[1] == v && n->in[0] != v &&
              fl_node_attr_int(n, "allowzero", 0) == 0 && F->dim0[0][i] == FOLD_B1 &&
              F->dim0[1][i] == FOLD_B2;
-        if (!ok) bad = n;
+        dynamic = dynamic && reads_as_dynamic_shape(n, v);
+        if (!dynamic && !bad) bad = n;
     }
-    if (!ok)
-        return fl_fail(F->e, FL_ERR_UNSUPPORTED,
-                       "%s: cannot fold shape computation '%s'%s%s%s: it depends on the batch size "
-                       "other than as the first entry of a Reshape shape", F->file,
-                       m->values[v].name, bad ? " (read by node '" : "", bad ? bad->name : "",
-                       bad ? "')" : "");
-    b->data[0] = 0; /* Reshape: copy dim 0 from the input */
-    return FL_OK;
+    if (ok) { /* entry 0 becomes 0 (Reshape: copy dim 0) once no kept chain reads it */
+        F->zero0[v] = 1;
+        return FL_OK;
+    }
+    if (dynamic) {
+        F->frontier[v] = 0;
+        F->kept++;
+        return FL_OK;
+    }
+    return fl_fail(F->e, FL_ERR_UNSUPPORTED,
+                   "%s: cannot fold shape computation '%s'%s%s%s: it depends on the batch size "
+                   "and is read as data, not as a shape", F->file, m->values[v].name,
+                   bad ? " (read by node '" : "", bad ? bad->name : "", bad ? "')" : "");
 }
 
 /* ---- deleting nodes and values ------------------------------------------------------------------ */
@@ -273,13 +303,14 @@ fl_status fl_onnx_fold_shapes(fl_model *m, const char *file, fl_err *e) {
     F.val_static = calloc(nv, 1);
     F.val_shape = calloc(nv, 1);
     F.frontier = calloc(nv, 1);
+    F.zero0 = calloc(nv, 1);
     F.need = calloc(nv, 1);
     F.dtype = calloc(nv, sizeof(int));
     F.dim0[0] = calloc(nn, sizeof(int64_t));
     F.dim0[1] = calloc(nn, sizeof(int64_t));
     F.first = calloc(nv, sizeof(fl_tensor));
     fl_status st = FL_OK;
-    if (!F.node_static || !F.live || !F.val_static || !F.val_shape || !F.frontier || !F.need ||
+    if (!F.node_static || !F.live || !F.val_static || !F.val_shape || !F.frontier || !F.zero0 || !F.need ||
         !F.dtype || !F.dim0[0] || !F.dim0[1] || !F.first)
         st = fl_fail(e, FL_ERR_NOMEM, "%s: out of memory folding shapes", file);
     if (st == FL_OK) mark_static(&F);
@@ -292,6 +323,20 @@ fl_status fl_onnx_fold_shapes(fl_model *m, const char *file, fl_err *e) {
         if (st == FL_OK) st = run_batch(&F, FOLD_B2, 1);
         for (int v = 0; st == FL_OK && v < m->n_values; v++)
             if (F.frontier[v]) st = settle(&F, v);
+        /* the kept values' static producers are needed again; a Reshape shape that a live
+         * static node reads must keep its batch entry, so it is kept too (Reshape re-reads it) */
+        for (int changed = 1; st == FL_OK && changed;) {
+            memset(F.need, 0, nv);
+            mark_live(&F);
+            changed = 0;
+            for (int i = 0; i < m->n_nodes; i++)
+                for (int k = 0; F.live[i] && F.node_static[i] && k < m->nodes[i].n_in; k++) {
+                    int u = m->nodes[i].in[k];
+                    if (u >= 0 && F.zero0[u]) F.zero0[u] = F.frontier[u] = 0, changed = 1;
+                }
+        }
+        for (int v = 0; st == FL_OK && v < m->n_values; v++)
+            if (F.zero0[v]) m->values[v].t.data[0] = 0;
         for (int v = 0; st == FL_OK && v < m->n_values; v++) {
             if (!F.frontier[v]) continue;
             fl_value *x = &m->values[v];
@@ -304,7 +349,7 @@ fl_status fl_onnx_fold_shapes(fl_model *m, const char *file, fl_err *e) {
     }
     for (size_t v = 0; F.first && v < nv; v++) fl_tensor_free(&F.first[v]);
     free(F.node_static), free(F.live), free(F.val_static), free(F.val_shape), free(F.frontier);
-    free(F.need), free(F.dtype);
+    free(F.need), free(F.dtype), free(F.zero0);
     free(F.dim0[0]), free(F.dim0[1]), free(F.first);
     return st;
 }

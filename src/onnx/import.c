@@ -347,7 +347,12 @@ static char *node_name(loader *L, const Onnx__NodeProto *np, size_t index) {
  * do not exist, and a node using one is refused rather than run with semantics the model's
  * opset does not define. */
 static const struct { const char *op; int since; } op_since[] = {
-    {"Erf", 9}, {"HardSwish", 14}, {"LayerNormalization", 17}, {"Mish", 18}, {"Gelu", 20},
+    {"Expand", 8},           {"Erf", 9},          {"Where", 9},
+    {"ConstantOfShape", 9},  {"Mod", 10},         {"Resize", 10},
+    {"Range", 11},           {"ScatterND", 11},   {"LessOrEqual", 12},
+    {"GreaterOrEqual", 12},  {"Einsum", 12},      {"HardSwish", 14},
+    {"LayerNormalization", 17}, {"Mish", 18},     {"GroupNormalization", 18},
+    {"Gelu", 20},
 };
 
 static fl_status check_version(loader *L, const Onnx__NodeProto *np, size_t index) {
@@ -420,7 +425,8 @@ static int weight_slot(const char *op, int i) {
     static const struct { const char *op; unsigned mask; } slots[] = {
         {"Conv", 6},   {"ConvTranspose", 6}, {"Gemm", 7}, {"MatMul", 3}, {"BatchNormalization", 6},
         {"Add", 3},    {"Sub", 3},           {"Mul", 3},  {"Div", 3},    {"PRelu", 2},
-        {"LayerNormalization", 6},
+        {"LayerNormalization", 6}, {"InstanceNormalization", 6}, {"GroupNormalization", 6},
+        {"Expand", 1}, {"Tile", 1}, /* ViT's class token, expanded over the batch */
     };
     for (size_t k = 0; k < sizeof slots / sizeof slots[0]; k++)
         if (strcmp(slots[k].op, op) == 0) return i < 32 && (slots[k].mask >> i & 1);
@@ -490,6 +496,10 @@ fl_status fl_onnx_load_buffer(const uint8_t *buf, size_t len, const char *name, 
     if (st == FL_OK && mp->producer_name && *mp->producer_name &&
         !(L.m->producer_name = strdup(mp->producer_name)))
         st = fl_fail(e, FL_ERR_NOMEM, "%s: out of memory", name);
+    for (size_t i = 0; st == FL_OK && i < mp->n_metadata_props; i++) {
+        const Onnx__StringStringEntryProto *kv = mp->metadata_props[i];
+        if (kv->key && kv->value) st = fl_model_meta_set(L.m, kv->key, kv->value, e);
+    }
     if (st == FL_OK && mp->graph->n_sparse_initializer)
         st = fl_fail(e, FL_ERR_UNSUPPORTED, "%s: sparse initializers are not supported", name);
     for (size_t i = 0; st == FL_OK && i < mp->graph->n_initializer; i++)

@@ -24,6 +24,28 @@ const char *fl_onnx_dtype_name(int dtype) {
     return buf;
 }
 
+/* The element types flare reads and writes: byte width of one value and, for integer types,
+ * the range an encoded value is clamped to. bool, int8, uint8, int16 and uint16 sit in
+ * int32_data when not in raw_data. */
+static const struct { int dt; size_t size; double lo, hi; } types[] = {
+    {FL_ONNX_FLOAT, 4, 0, 0},
+    {FL_ONNX_INT32, 4, -2147483648.0, 2147483647.0},
+    {FL_ONNX_INT64, 8, -9.2233720368547758e18, 9.2233720368547758e18},
+    {FL_ONNX_BOOL, 1, 0, 1},
+    {FL_ONNX_INT8, 1, -128, 127},
+    {FL_ONNX_UINT8, 1, 0, 255},
+    {FL_ONNX_INT16, 2, -32768, 32767},
+    {FL_ONNX_UINT16, 2, 0, 65535},
+};
+
+static int type_index(int dt) {
+    for (int k = 0; k < (int)(sizeof types / sizeof types[0]); k++)
+        if (types[k].dt == dt) return k;
+    return -1;
+}
+
+int fl_onnx_dtype_supported(int dt) { return type_index(dt) >= 0; }
+
 static uint32_t le32(const uint8_t *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
@@ -40,10 +62,10 @@ fl_status fl_onnx_tensor_decode(const Onnx__TensorProto *tp, fl_tensor *t, int *
                        "%s: external data is not supported (save the model with its data inside)",
                        what);
     if (tp->segment) return fl_fail(e, FL_ERR_UNSUPPORTED, "%s: segmented tensors are not supported", what);
-    if (dt != FL_ONNX_FLOAT && dt != FL_ONNX_INT32 && dt != FL_ONNX_INT64)
+    if (type_index(dt) < 0)
         return fl_fail(e, FL_ERR_UNSUPPORTED,
-                       "%s: data type %s is not supported (float, int32 and int64 are)", what,
-                       fl_onnx_dtype_name(dt));
+                       "%s: data type %s is not supported (float, bool and the integers up to "
+                       "int64 except uint32 and uint64 are)", what, fl_onnx_dtype_name(dt));
     if (tp->n_dims > FL_MAX_DIMS)
         return fl_fail(e, FL_ERR_UNSUPPORTED, "%s: %zu dimensions (at most %d supported)", what,
                        tp->n_dims, FL_MAX_DIMS);
@@ -55,7 +77,7 @@ fl_status fl_onnx_tensor_decode(const Onnx__TensorProto *tp, fl_tensor *t, int *
             return fl_fail(e, FL_ERR_FORMAT, "%s: dimensions overflow", what);
         count *= d;
     }
-    size_t esz = dt == FL_ONNX_INT64 ? 8 : 4;
+    size_t esz = types[type_index(dt)].size;
     size_t have;
     const char *field;
     if (tp->has_raw_data && tp->raw_data.len > 0) {
@@ -67,7 +89,7 @@ fl_status fl_onnx_tensor_decode(const Onnx__TensorProto *tp, fl_tensor *t, int *
     } else if (dt == FL_ONNX_FLOAT) {
         have = tp->n_float_data;
         field = "float_data";
-    } else if (dt == FL_ONNX_INT32) {
+    } else if (dt != FL_ONNX_INT64) {
         have = tp->n_int32_data;
         field = "int32_data";
     } else {
@@ -85,18 +107,27 @@ fl_status fl_onnx_tensor_decode(const Onnx__TensorProto *tp, fl_tensor *t, int *
     if (tp->has_raw_data && tp->raw_data.len > 0) {
         const uint8_t *p = tp->raw_data.data;
         for (int64_t i = 0; i < count; i++) {
-            if (dt == FL_ONNX_FLOAT) {
-                uint32_t u = le32(p + 4 * i);
+            const uint8_t *q = p + esz * (size_t)i;
+            switch (dt) {
+            case FL_ONNX_FLOAT: {
+                uint32_t u = le32(q);
                 memcpy(&y[i], &u, 4);
-            } else if (dt == FL_ONNX_INT32) {
-                y[i] = (float)(int32_t)le32(p + 4 * i);
-            } else {
-                y[i] = (float)(int64_t)le64(p + 8 * i);
+                break;
+            }
+            case FL_ONNX_INT32: y[i] = (float)(int32_t)le32(q); break;
+            case FL_ONNX_INT64: y[i] = (float)(int64_t)le64(q); break;
+            case FL_ONNX_BOOL: y[i] = q[0] != 0; break;
+            case FL_ONNX_INT8: y[i] = (float)(int8_t)q[0]; break;
+            case FL_ONNX_UINT8: y[i] = (float)q[0]; break;
+            case FL_ONNX_INT16: y[i] = (float)(int16_t)(q[0] | q[1] << 8); break;
+            default: y[i] = (float)(uint16_t)(q[0] | q[1] << 8); break;
             }
         }
     } else if (dt == FL_ONNX_FLOAT) {
         if (count) memcpy(y, tp->float_data, (size_t)count * sizeof(float));
-    } else if (dt == FL_ONNX_INT32) {
+    } else if (dt == FL_ONNX_BOOL) {
+        for (int64_t i = 0; i < count; i++) y[i] = tp->int32_data[i] != 0;
+    } else if (dt != FL_ONNX_INT64) {
         for (int64_t i = 0; i < count; i++) y[i] = (float)tp->int32_data[i];
     } else {
         for (int64_t i = 0; i < count; i++) y[i] = (float)tp->int64_data[i];
@@ -148,7 +179,7 @@ static int64_t to_int(float v, double lo, double hi) {
 
 void fl_onnx_tensor_encode(fl_arena *a, Onnx__TensorProto *tp, const fl_tensor *t, int dtype,
                            const char *name) {
-    if (dtype != FL_ONNX_INT32 && dtype != FL_ONNX_INT64) dtype = FL_ONNX_FLOAT;
+    if (type_index(dtype) < 0) dtype = FL_ONNX_FLOAT;
     tp->has_data_type = 1;
     tp->data_type = dtype;
     if (name) tp->name = fl_arena_strdup(a, name);
@@ -156,7 +187,8 @@ void fl_onnx_tensor_encode(fl_arena *a, Onnx__TensorProto *tp, const fl_tensor *
     tp->dims = fl_arena_alloc(a, sizeof(int64_t) * (size_t)(t->ndim ? t->ndim : 1));
     if (!tp->dims) return;
     for (int i = 0; i < t->ndim; i++) tp->dims[i] = t->shape[i];
-    size_t esz = dtype == FL_ONNX_INT64 ? 8 : 4;
+    int k = type_index(dtype);
+    size_t esz = types[k].size;
     uint8_t *p = fl_arena_alloc(a, esz * (size_t)t->size);
     if (!p) return;
     for (int64_t i = 0; i < t->size; i++) {
@@ -165,10 +197,10 @@ void fl_onnx_tensor_encode(fl_arena *a, Onnx__TensorProto *tp, const fl_tensor *
             uint32_t w;
             memcpy(&w, &t->data[i], 4);
             u = w;
-        } else if (dtype == FL_ONNX_INT32) {
-            u = (uint32_t)(int32_t)to_int(t->data[i], INT32_MIN, INT32_MAX);
+        } else if (dtype == FL_ONNX_BOOL) {
+            u = t->data[i] != 0;
         } else {
-            u = (uint64_t)to_int(t->data[i], -9.2233720368547758e18, 9.2233720368547758e18);
+            u = (uint64_t)to_int(t->data[i], types[k].lo, types[k].hi);
         }
         for (size_t b = 0; b < esz; b++) p[esz * (size_t)i + b] = (uint8_t)(u >> (8 * b));
     }

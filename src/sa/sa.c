@@ -1,6 +1,7 @@
 /* Surprise adequacy: options, building an fl_sa from training traces (validation, grouping by
  * class, neuron subset, variance threshold), scoring dispatch, and trace collection from a
- * model. The kernels live in sa_gauss.c (LSA, MDSA) and sa_nn.c (DSA). */
+ * model. The kernels live in sa_gauss.c (MDSA, the Gaussian pieces), sa_lsa.c (LSA) and
+ * sa_nn.c (DSA). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,7 @@ void fl_sa_free(fl_sa *sa) {
     fl_free(sa->raw);
     fl_free(sa->xg);
     free(sa->xn);
+    fl_free(sa->xd);
     free(sa->gmean);
     free(sa->mu);
     free(sa->W);
@@ -112,7 +114,7 @@ static fl_status drop_low_variance(fl_sa *sa, const float *train, const int32_t 
     free(acc);
     free(drop);
     if (kept == 0)
-        return fl_fail(e, FL_ERR_ARG,
+        return fl_fail(e, FL_ERR_DATA,
                        "all %lld neurons have a variance below the threshold %g in some class "
                        "(e.g. class %lld): nothing left to estimate a density on; lower the "
                        "threshold (--var-threshold) or use another layer",
@@ -185,7 +187,7 @@ fl_status fl_sa_new(const float *train, const int32_t *pred, int64_t n, int64_t 
 
     if (o->kind != FL_SA_DSA && (st = drop_low_variance(sa, train, pred, e)) != FL_OK) goto fail;
     if (o->kind == FL_SA_DSA && present < 2) {
-        st = fl_fail(e, FL_ERR_ARG, "DSA needs training traces of at least two classes (all %lld "
+        st = fl_fail(e, FL_ERR_DATA, "DSA needs training traces of at least two classes (all %lld "
                      "are predicted as one class)", (long long)n);
         goto fail;
     }

@@ -131,7 +131,12 @@ static fl_status sc_init(fl_cover *c, const fl_cover_ctx *ctx, const char *arg, 
     fl_status st = fl_sa_traces(ctx->m, ls->name[li], ctx->train, 256, &tr, &pred, &dim, e);
     fl_sa_opts o;
     fl_sa_opts_init(&o, kind);
-    if (st == FL_OK) st = fl_sa_new(tr, pred, ctx->train->n, dim, &o, &p->sa, e);
+    if (st == FL_OK && (st = fl_sa_new(tr, pred, ctx->train->n, dim, &o, &p->sa, e)) != FL_OK) {
+        char msg[sizeof e->msg];
+        memcpy(msg, e->msg, sizeof msg);
+        fl_fail(e, st, "%s: the training traces of layer '%s' (%s): %s", c->spec, ls->name[li],
+                ctx->train->source ? ctx->train->source : "the training set", msg);
+    }
     free(tr);
     free(pred);
     if (st == FL_OK && !bounds) {
@@ -142,7 +147,7 @@ static fl_status sc_init(fl_cover *c, const fl_cover_ctx *ctx, const char *arg, 
         for (int64_t i = 0; st == FL_OK && i < m; i++) idx[i] = i * n / m;
         if (st == FL_OK) st = fl_sa_score_train(p->sa, idx, m, v, e);
         if (st == FL_OK && !fl_sc_bounds(v, m, &lower, &upper))
-            st = fl_fail(e, FL_ERR_ARG, "%s: no finite training SA to take bounds from; give "
+            st = fl_fail(e, FL_ERR_DATA, "%s: no finite training SA to take bounds from; give "
                          "LOWER:UPPER", c->spec);
         free(idx);
         free(v);

@@ -65,14 +65,14 @@ static void grad_one(const fl_sa *sa, int c, const double *q, double val, double
     /* LSA: responsibilities, shifted by the smallest distance so that none underflows */
     double dmin = INFINITY, wsum = 0;
     for (int64_t t = s0; t < s1; t++) {
-        const float *r = sa->xg + t * d;
+        const double *r = sa->xd + t * d;
         double s = 0;
         for (int64_t j = 0; j < d; j++) s += (z[j] - r[j]) * (z[j] - r[j]);
         if (s < dmin) dmin = s;
     }
     for (int64_t j = 0; j < d; j++) u[j] = 0;
     for (int64_t t = s0; t < s1; t++) {
-        const float *r = sa->xg + t * d;
+        const double *r = sa->xd + t * d;
         double s = 0;
         for (int64_t j = 0; j < d; j++) s += (z[j] - r[j]) * (z[j] - r[j]);
         double w = exp(-0.5 * (s - dmin));

@@ -1,5 +1,5 @@
 /* sa_int.h — the inside of an fl_sa, shared by sa.c (building, validation, dispatch),
- * sa_gauss.c (LSA, MDSA) and sa_nn.c (DSA).
+ * sa_gauss.c (the Gaussian pieces of LSA and MDSA, MDSA), sa_lsa.c (LSA) and sa_nn.c (DSA).
  *
  * Layout. The training traces are kept sorted by predicted class (stably, so within a class
  * they stay in their original order, which is the order sadl's class-filtered arrays have and
@@ -29,6 +29,7 @@ struct fl_sa {
      * LSA: each class's rows whitened by its kernel covariance. MDSA: unused. */
     float *xg;        /* [n, d] */
     float *xn;        /* [n] squared norms of the xg rows */
+    double *xd;       /* LSA: [n, d] the whitened rows in double, for the kernels that matter */
     double *gmean;    /* [d] DSA centring */
     /* LSA and MDSA, per class (present classes only): */
     double *mu;       /* [C, d] class means */
@@ -45,12 +46,20 @@ struct fl_sa {
  * c (present), and write out[m]. self (NULL, or [m]) gives, for inputs that are training
  * traces themselves, their sorted row (-1 for none): that row is left out (leave-one-out). */
 
-/* Per-class Gaussian pieces for LSA and MDSA (sa_gauss.c). MDSA ignores self. */
+/* Per-class Gaussian pieces for LSA and MDSA and the MDSA score (sa_gauss.c), the LSA score
+ * (sa_lsa.c). MDSA ignores self. */
 fl_status fl__sa_gauss_build(fl_sa *sa, fl_err *e);
+/* z = W (x - mu), W lower-triangular [d,d]; r: d doubles of scratch. */
+void fl__sa_whiten(const double *W, const double *mu, const float *x, double *r, double *z,
+                   int64_t d);
 fl_status fl__sa_lsa_score(fl_sa *sa, const float *q, int64_t m, int c, const int64_t *self,
                            double *out, fl_err *e);
 fl_status fl__sa_mdsa_score(fl_sa *sa, const float *q, int64_t m, int c, double *out,
                             fl_err *e);
+
+/* Tests: on = 1 computes every LSA input again with every kernel exact (the path taken for the
+ * inputs whose float tail is too heavy to trust), so that path is checked on any data. */
+void fl__sa_lsa_all_exact(int on);
 
 /* Nearest neighbours and DSA (sa_nn.c). */
 fl_status fl__sa_dsa_build(fl_sa *sa, fl_err *e);

@@ -155,6 +155,13 @@ void fl_optim_step(fl_optim *opt) {
 void fl_optim_set_lr(fl_optim *opt, float lr) { opt->o.lr = lr; }
 int64_t fl_optim_steps(const fl_optim *opt) { return opt->t; }
 
+void fl_optim_state(fl_optim *opt, float **m, float **v, int64_t *n, int64_t **steps) {
+    *m = opt->buf1;
+    *v = opt->buf2;
+    *n = opt->total;
+    *steps = &opt->t;
+}
+
 void fl_optim_free(fl_optim *opt) {
     if (!opt) return;
     free(opt->params);

@@ -150,7 +150,7 @@ int fl_agtrace_last_output(const fl_trace *t);
 
 /* 64-bit FNV-1a of s (NUL-terminated) continuing from h, then a 0xff separator, so that
  * ("ab","c") and ("a","bc") differ. Start with FL_AGHASH_INIT. */
-#define FL_AGHASH_INIT 0xcbf29ce484222325ull
+#define FL_AGHASH_INIT FL_FNV_BASIS
 uint64_t fl_aghash_str(uint64_t h, const char *s);
 uint64_t fl_aghash_u64(uint64_t h, uint64_t v);
 uint64_t fl_aghash_final(uint64_t h); /* avalanche (splitmix64 finaliser) */

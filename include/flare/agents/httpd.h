@@ -1,6 +1,6 @@
-/* httpd.h — a tiny HTTP/1.1 server for flare's own endpoints (the OTLP/HTTP receiver): one
- * listening socket on a loopback address, one thread that accepts, one thread per connection,
- * and a handler callback that turns a whole request into a whole JSON response.
+/* httpd.h — flare's HTTP server for its own endpoints (the OTLP/HTTP receiver): Debian's
+ * libmicrohttpd on one internal polling thread, and a handler callback that turns a whole
+ * request into a whole JSON response.
  *
  *     static void handle(const fl_http_req *rq, fl_http_resp *rs, void *user) {
  *         if (strcmp(rq->path, "/v1/ping")) { rs->status = 404; return; }
@@ -11,27 +11,28 @@
  *     if (fl_httpd_start("127.0.0.1:0", NULL, handle, user, &h, &e)) ...;
  *     int port = fl_httpd_port(h);                         // 0 asked for a free port
  *     ...
- *     fl_httpd_stop(h);                                    // joins every thread
+ *     fl_httpd_stop(h);                                    // joins the server's thread
  *
- * What it speaks, and why so little: the clients are OpenTelemetry exporters (Node's
- * OTLPTraceExporter, the Collector's otlphttp exporter, curl in a shell script), which send
- * POST requests with a body and read the status. So:
- *   - request bodies framed by Content-Length or by Transfer-Encoding: chunked (Node's http
- *     module picks either, depending on how the body was written); no length means no body;
- *   - "Expect: 100-continue" is answered (curl sends it for bodies over 1 KiB);
+ * What the clients need: they are OpenTelemetry exporters (Node's OTLPTraceExporter, the
+ * Collector's otlphttp exporter, curl in a shell script), which send POST requests with a body
+ * and read the status. libmicrohttpd does the HTTP/1.1 (bodies framed by Content-Length or
+ * Transfer-Encoding: chunked, "Expect: 100-continue", keep-alive and pipelined requests served
+ * in order, "Connection: close" and HTTP/1.0 ending the connection); on top of it:
  *   - "Content-Encoding: gzip" bodies are inflated (the Collector's exporter compresses by
  *     default); any other coding is a 415;
- *   - keep-alive (HTTP/1.1 default; "Connection: close" and HTTP/1.0 without keep-alive end
- *     the connection after the response); requests on one connection are served in order;
  *   - limits, each answered with a status and the connection closed: request line + headers
  *     over max_header bytes → 431, a body over max_body bytes (declared, chunked or inflated)
- *     → 413, anything malformed → 400, more than max_conns open connections → 503, a
- *     connection silent for idle_ms → closed.
- * Every response is JSON (Content-Type: application/json); a handler that leaves body NULL gets
- * {"error":"<reason phrase>"} for status >= 400 and {} otherwise. No TLS, no pipelining
- * guarantees beyond in-order service, no HTTP/2.
+ *     → 413, a second Content-Length with another value or a Transfer-Encoding other than
+ *     chunked → 400, more than max_conns open connections → 503 to their requests, a
+ *     connection silent for idle_ms (rounded up to whole seconds) → closed.
+ * flare's responses are JSON (Content-Type: application/json); a handler that leaves body NULL
+ * gets {"error":"<reason phrase>"} for status >= 400 and {} otherwise. What libmicrohttpd
+ * rejects before flare sees it (a malformed request line or header → 400, an unsupported HTTP
+ * version → 505, headers past its memory pool → 431) gets the library's short HTML page. No
+ * TLS, no HTTP/2.
  *
- * The handler runs on connection threads, possibly several at once: it must be thread-safe.
+ * The handler runs on the server's thread, one request at a time; it must still be
+ * thread-safe against the rest of the program (the store it feeds is read by workers).
  */
 #ifndef FLARE_AGENTS_HTTPD_H
 #define FLARE_AGENTS_HTTPD_H
@@ -40,7 +41,7 @@
 
 typedef struct fl_http_req {
     const char *method;        /* "POST" */
-    const char *path;          /* "/v1/traces" (query string included as sent) */
+    const char *path;          /* "/v1/traces" (without the query string) */
     const char *content_type;  /* the header's value without parameters, lower case; "" if none */
     const char *body;          /* NUL-terminated for convenience; may hold NULs (body_len) */
     size_t body_len;
@@ -75,10 +76,7 @@ int fl_httpd_port(const fl_httpd *h);
  * nothing a client has started sending is still on its way into the handler. */
 int fl_httpd_busy(fl_httpd *h);
 /* Stop accepting, close every connection (a request being handled finishes first), join the
- * threads, free. NULL is a no-op. */
+ * server's thread, free. NULL is a no-op. */
 void fl_httpd_stop(fl_httpd *h);
-
-/* "OK", "Not Found", ...; "Unknown" for codes it does not name. */
-const char *fl_http_reason(int status);
 
 #endif

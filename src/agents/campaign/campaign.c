@@ -1,8 +1,8 @@
 /* Module agents/campaign — the fuzzing campaign and the commands around it, on top of every
  * other agents module: the loop (this file, campaign_run.c, campaign_seeds.c, campaign_llm.c,
  * campaign_otlp.c), the queue and its power schedules (queue.c), the output folder (outdir.c,
- * paths.c, strbuf.c), saved cases (campaign_saved.c), the reports (report.c, report_data.c,
- * report_html.c), replay (replay.c) and minimisation (minimize.c). API:
+ * paths.c), saved cases (campaign_saved.c), the reports (report.c, report_data.c,
+ * report_html.c, report_table.c), replay (replay.c) and minimisation (minimize.c). API:
  * include/flare/agents/campaign.h; docs/agents-campaign.md.
  *
  * The campaign loop: pick (queue.c), mutate (mutate.h), run (target.h), judge (agcov.h,
@@ -51,33 +51,38 @@ fl_status fl_schedule_parse(const char *s, fl_schedule *out, fl_err *e) {
 /* ---- signatures ------------------------------------------------------------------------------ */
 static uint64_t str_hash(const char *s) { return fl_aghash_final(fl_aghash_str(FL_AGHASH_INIT, s)); }
 
+typedef struct sig_key {
+    const sig_set *s;
+    const char *key;
+} sig_key;
+
+static int same_sig(const void *ctx, int64_t i) {
+    const sig_key *k = ctx;
+    return !strcmp(k->s->v[i], k->key);
+}
+
 int sig_set_add(sig_set *s, const char *kind, const char *sig) {
     char key[256];
     snprintf(key, sizeof key, "%s/%s", kind, sig);
-    if (2 * (s->n + 1) > s->cap) { /* grow: rehash into twice the slots */
-        size_t cap = s->cap ? 2 * s->cap : 64;
-        char **v = calloc(cap, sizeof *v);
+    if (!fl_index_reserve(&s->ix, s->n + 1)) return -1;
+    uint64_t h = str_hash(key);
+    int64_t at;
+    if (fl_index_find(&s->ix, h, same_sig, &(sig_key){s, key}, &at) >= 0) return 0;
+    if (s->n == s->cap) {
+        int64_t cap = s->cap ? 2 * s->cap : 64;
+        char **v = realloc(s->v, (size_t)cap * sizeof *v);
         if (!v) return -1;
-        for (size_t i = 0; i < s->cap; i++) {
-            if (!s->v[i]) continue;
-            size_t j = str_hash(s->v[i]) & (cap - 1);
-            while (v[j]) j = (j + 1) & (cap - 1);
-            v[j] = s->v[i];
-        }
-        free(s->v);
         s->v = v, s->cap = cap;
     }
-    size_t j = str_hash(key) & (s->cap - 1);
-    for (; s->v[j]; j = (j + 1) & (s->cap - 1))
-        if (!strcmp(s->v[j], key)) return 0;
-    if (!(s->v[j] = strdup(key))) return -1;
-    s->n++;
+    if (!(s->v[s->n] = strdup(key))) return -1;
+    fl_index_put(&s->ix, at, h, s->n++);
     return 1;
 }
 
 void sig_set_free(sig_set *s) {
-    for (size_t i = 0; i < s->cap; i++) free(s->v[i]);
+    for (int64_t i = 0; i < s->n; i++) free(s->v[i]);
     free(s->v);
+    fl_index_free(&s->ix);
     memset(s, 0, sizeof *s);
 }
 

@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 
+#include "core/text.h"
 #include "flare/agents/campaign.h"
 
 /* ---- a growable list of paths (paths.c): seed files, saved cases -------------------------------- */
@@ -21,14 +22,6 @@ void camp_paths_sort(camp_paths *l);              /* strcmp order */
  * entered (is_dir 1) and which files are taken. Seeds (-i), the queue, saved cases. */
 fl_status camp_paths_list(const char *dir, camp_paths *l, int levels,
                           int (*keep)(const char *name, int is_dir), fl_err *e);
-
-/* ---- a growing string (strbuf.c): fuzzer_stats, the reports --------------------------------- */
-typedef struct rp_buf {
-    char *p;      /* may start NULL */
-    size_t len, cap;
-    int oom;      /* set when memory ran out: later appends are dropped */
-} rp_buf;
-void rp_printf(rp_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- output folder (outdir.c) ---------------------------------------------------------------- */
 /* mkdir -p. */
@@ -155,11 +148,13 @@ uint64_t q_path_hash(const fl_trace *t);
 #include "flare/agents/otlp_recv.h"
 #include "flare/agents/spec.h"
 #include "flare/agents/target.h"
+#include "flare/index.h"
 
-/* Signatures saved so far: "kind/signature" strings in an open-addressing set. */
+/* Signatures saved so far: "kind/signature" strings, indexed by their hash. */
 typedef struct sig_set {
-    char **v;
-    size_t n, cap;
+    char **v;        /* in the order they came */
+    int64_t n, cap;
+    fl_index ix;     /* hash of v[i] -> i */
 } sig_set;
 int sig_set_add(sig_set *s, const char *kind, const char *sig); /* 1 new, 0 known, -1 oom */
 void sig_set_free(sig_set *s);

@@ -32,18 +32,16 @@ static fl_status run_entry(camp *cp, fl_target *t, fl_trace *tr, fl_rng *trace_r
     return st;
 }
 
-static fl_status read_case(const char *path, fl_case **c, fl_err *e) {
-    uint8_t *buf;
-    size_t len;
-    fl_status st = fl_file_read(path, &buf, &len, e);
-    if (st) return st;
+static fl_status parse_seed(const uint8_t *buf, size_t len, const char *path, void *c,
+                            fl_err *e) {
     if (len > MAX_SEED_BYTES)
-        st = fl_fail(e, FL_ERR_FORMAT, "%s: %zu bytes; seeds are at most %d bytes", path, len,
-                     MAX_SEED_BYTES);
-    else
-        st = fl_case_parse((const char *)buf, len, path, c, e);
-    free(buf);
-    return st;
+        return fl_fail(e, FL_ERR_FORMAT, "%s: %zu bytes; seeds are at most %d bytes", path, len,
+                       MAX_SEED_BYTES);
+    return fl_case_parse((const char *)buf, len, path, c, e);
+}
+
+static fl_status read_case(const char *path, fl_case **c, fl_err *e) {
+    return fl_file_parse(path, parse_seed, c, e);
 }
 
 /* Every seed file of in_dir, read and parsed: l lists them, (*cs)[i] is l.v[i]'s case. A

@@ -51,13 +51,6 @@ fl_status od_prepare(const char *out_dir, int resume, fl_err *e) {
     return FL_OK;
 }
 
-/* FNV-1a, 64 bit: cheap, stable across runs and machines, good enough to tell names apart. */
-static uint64_t fnv1a(const char *s) {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
 void od_file_name(const char *sig, char *buf, size_t n) {
     size_t len = strlen(sig), keep = len <= 120 ? len : 103, k = 0;
     for (size_t i = 0; i < keep && k + 1 < n; i++) {
@@ -67,23 +60,23 @@ void od_file_name(const char *sig, char *buf, size_t n) {
         buf[k++] = ok && !(i == 0 && c == '.') ? c : '_';
     }
     buf[k] = 0;
-    if (len > keep) snprintf(buf + k, n - k, "-%016llx", (unsigned long long)fnv1a(sig));
+    if (len > keep) snprintf(buf + k, n - k, "-%016llx", (unsigned long long)fl_fnv1a(FL_FNV_BASIS, sig, len));
     if (!buf[0]) snprintf(buf, n, "_");
 }
 
 /* ---- fuzzer_stats -------------------------------------------------------------------------- */
 /* A value on one line: newlines would start a bogus key. */
-static void kv_str(rp_buf *b, const char *key, const char *v) {
-    rp_printf(b, "%-18s: ", key);
-    for (const char *s = v ? v : ""; *s; s++) rp_printf(b, "%c", *s == '\n' || *s == '\r' ? ' ' : *s);
-    rp_printf(b, "\n");
+static void kv_str(fl_sb *b, const char *key, const char *v) {
+    fl_sb_printf(b, "%-18s: ", key);
+    for (const char *s = v ? v : ""; *s; s++) fl_sb_printf(b, "%c", *s == '\n' || *s == '\r' ? ' ' : *s);
+    fl_sb_printf(b, "\n");
 }
 
 fl_status od_write_stats(const char *out_dir, const fl_campaign_stats *s, const od_meta *m,
                          fl_err *e) {
-    rp_buf b = {0};
+    fl_sb b = {0};
     double now = (double)time(NULL);
-#define KV(key, fmt, ...) rp_printf(&b, "%-18s: " fmt "\n", key, __VA_ARGS__)
+#define KV(key, fmt, ...) fl_sb_printf(&b, "%-18s: " fmt "\n", key, __VA_ARGS__)
     KV("start_time", "%.0f", s->start_time);
     KV("last_update", "%.0f", now);
     KV("run_time", "%.0f", s->run_time);
@@ -133,7 +126,7 @@ fl_status od_write_stats(const char *out_dir, const fl_campaign_stats *s, const 
     char path[4096];
     if (b.oom) st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
     else if ((st = od_path(path, sizeof path, out_dir, "fuzzer_stats", e)) == FL_OK)
-        st = fl_file_write_atomic(path, b.p, b.len, e);
+        st = fl_file_write_atomic(path, b.p, b.n, e);
     free(b.p);
     return st;
 }

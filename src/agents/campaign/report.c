@@ -12,74 +12,66 @@
 #include "agents/campaign/report_int.h"
 
 /* Markdown table cell: '|' escaped, newlines as spaces, backticks kept out of code spans. */
-static void md_cell(rp_buf *b, const char *s) {
+static void md_cell(fl_sb *b, const char *s) {
     for (; s && *s; s++) {
-        if (*s == '|') rp_printf(b, "\\|");
-        else if (*s == '\n' || *s == '\r') rp_printf(b, " ");
-        else if (*s == '<') rp_printf(b, "&lt;");
-        else rp_printf(b, "%c", *s);
+        if (*s == '|') fl_sb_printf(b, "\\|");
+        else if (*s == '\n' || *s == '\r') fl_sb_printf(b, " ");
+        else if (*s == '<') fl_sb_printf(b, "&lt;");
+        else fl_sb_printf(b, "%c", *s);
     }
 }
 
+static void md_link(fl_sb *b, const char *rel) {
+    fl_sb_printf(b, "[%s](", rel);
+    for (const char *s = rel; *s; s++) /* a link target with ':' or ' ' still works */
+        fl_sb_printf(b, (*s == ' ' || *s == '(' || *s == ')') ? "%%%02X" : "%c", (unsigned char)*s);
+    fl_sb_printf(b, ")");
+}
+
 /* ---- Markdown --------------------------------------------------------------------------------- */
-static void write_md(const rp_data *d, rp_buf *b) {
-    rp_printf(b, "# flare agents: campaign report\n\n");
-    rp_printf(b, "| | |\n|---|---|\n");
+static void write_md(const rp_data *d, fl_sb *b) {
+    fl_sb_printf(b, "# flare agents: campaign report\n\n");
+    fl_sb_printf(b, "| | |\n|---|---|\n");
     for (size_t i = 0; i < RP_SUMMARY_ROWS; i++) {
-        rp_printf(b, "| %s | ", rp_summary[i][0]);
+        fl_sb_printf(b, "| %s | ", rp_summary[i][0]);
         md_cell(b, rp_stat(d, rp_summary[i][1]));
-        rp_printf(b, " |\n");
+        fl_sb_printf(b, " |\n");
     }
     for (int i = 0; i < d->stats.n; i++)
         if (!strncmp(d->stats.key[i], "findings_", 9))
-            rp_printf(b, "| findings: %s | %s |\n", d->stats.key[i] + 9, d->stats.val[i]);
+            fl_sb_printf(b, "| findings: %s | %s |\n", d->stats.key[i] + 9, d->stats.val[i]);
 
-    rp_printf(b, "\n## Coverage over time\n\n");
-    if (!d->n_rows) rp_printf(b, "(plot_data holds no rows yet)\n");
+    fl_sb_printf(b, "\n## Coverage over time\n\n");
+    if (!d->n_rows) fl_sb_printf(b, "(plot_data holds no rows yet)\n");
     else {
-        rp_printf(b, "| time (s) | execs | corpus | features | edges | inter-agent | "
+        fl_sb_printf(b, "| time (s) | execs | corpus | features | edges | inter-agent | "
                      "intra-agent | findings |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n");
         int step = d->n_rows > 12 ? (d->n_rows + 10) / 11 : 1;
         for (int i = 0; i < d->n_rows; i += step) {
             int r = i + step >= d->n_rows ? d->n_rows - 1 : i; /* always end on the last row */
             const double *x = d->rows[r];
-            rp_printf(b, "| %.0f | %.0f | %.0f | %.0f | %.0f/%.0f | %.1f%% | %.1f%% | %.0f |\n",
+            fl_sb_printf(b, "| %.0f | %.0f | %.0f | %.0f | %.0f/%.0f | %.1f%% | %.1f%% | %.0f |\n",
                       x[PD_TIME], x[PD_EXECS], x[PD_CORPUS], x[PD_FEATURES], x[PD_EDGES],
                       x[PD_EDGES_ALLOWED], 100 * x[PD_INTER], 100 * x[PD_INTRA], x[PD_FINDINGS]);
             if (r == d->n_rows - 1) break;
         }
     }
-    rp_printf(b, "\nThe plots are in report.html.\n\n## Findings (%d)\n\n", d->n_find);
+    fl_sb_printf(b, "\nThe plots are in report.html.\n\n## Findings (%d)\n\n", d->n_find);
     if (!d->n_find) {
-        rp_printf(b, "No finding.\n");
+        fl_sb_printf(b, "No finding.\n");
         return;
     }
-    rp_printf(b, "| # | kind | MAST | signature | found at exec | example input | case |\n"
+    fl_sb_printf(b, "| # | kind | MAST | signature | found at exec | example input | case |\n"
                  "|---:|---|---|---|---:|---|---|\n");
-    for (int i = 0; i < d->n_find; i++) {
-        const rp_finding *f = &d->find[i];
-        rp_printf(b, "| %d | ", i + 1);
-        md_cell(b, f->s.kind ? f->s.kind : "?");
-        rp_printf(b, " | ");
-        md_cell(b, f->s.mast ? f->s.mast : "");
-        rp_printf(b, " | `");
-        md_cell(b, f->s.signature ? f->s.signature : "");
-        rp_printf(b, "` | ");
-        if (f->s.found_exec >= 0) rp_printf(b, "%.0f", f->s.found_exec);
-        rp_printf(b, " | ");
-        md_cell(b, f->input);
-        rp_printf(b, " | [%s](", f->rel);
-        for (const char *s = f->rel; *s; s++) /* a link target with ':' or ' ' still works */
-            rp_printf(b, (*s == ' ' || *s == '(' || *s == ')') ? "%%%02X" : "%c", (unsigned char)*s);
-        rp_printf(b, ") |\n");
-    }
+    static const rp_markup md = {"|", "\n", " ", " ", " |", "`", "`", 0, md_cell, md_link};
+    rp_finding_rows(b, d, &md);
     for (int i = 0; i < d->n_find; i++) {
         const rp_finding *f = &d->find[i];
         if (!f->s.message) continue;
-        if (i == 0 || !d->find[i - 1].s.message) rp_printf(b, "\n### Messages\n\n");
-        rp_printf(b, "%d. ", i + 1);
+        if (i == 0 || !d->find[i - 1].s.message) fl_sb_printf(b, "\n### Messages\n\n");
+        fl_sb_printf(b, "%d. ", i + 1);
         md_cell(b, f->s.message);
-        rp_printf(b, "\n");
+        fl_sb_printf(b, "\n");
     }
 }
 
@@ -116,16 +108,16 @@ fl_status fl_report_write(const char *out_dir, fl_err *e) {
     fl_status st = od_path(path, sizeof path, out_dir, "report.html", e);
     if (st) return st;
     rp_read(&d);
-    rp_buf b = {0};
+    fl_sb b = {0};
     write_md(&d, &b);
     if (b.oom) st = fl_fail(e, FL_ERR_NOMEM, "report: out of memory");
     if (!st) st = od_path(path, sizeof path, out_dir, "report.md", e);
-    if (!st) st = fl_file_write_atomic(path, b.p ? b.p : "", b.len, e);
-    b.len = 0;
+    if (!st) st = fl_file_write_atomic(path, b.p ? b.p : "", b.n, e);
+    b.n = 0;
     if (!st) st = rp_write_html(&d, &b);
     if (!st && b.oom) st = fl_fail(e, FL_ERR_NOMEM, "report: out of memory");
     if (!st) st = od_path(path, sizeof path, out_dir, "report.html", e);
-    if (!st) st = fl_file_write_atomic(path, b.p ? b.p : "", b.len, e);
+    if (!st) st = fl_file_write_atomic(path, b.p ? b.p : "", b.n, e);
     free(b.p);
     rp_free(&d);
     return st;

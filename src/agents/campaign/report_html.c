@@ -6,17 +6,27 @@
 #include "agents/campaign/report_int.h"
 
 /* s escaped for HTML text and attributes. */
-static void rp_html(rp_buf *b, const char *s) {
+static void rp_html(fl_sb *b, const char *s) {
     for (; s && *s; s++) {
         switch (*s) {
-        case '<': rp_printf(b, "&lt;"); break;
-        case '>': rp_printf(b, "&gt;"); break;
-        case '&': rp_printf(b, "&amp;"); break;
-        case '"': rp_printf(b, "&quot;"); break;
-        case '\'': rp_printf(b, "&#39;"); break;
-        default: rp_printf(b, "%c", *s);
+        case '<': fl_sb_printf(b, "&lt;"); break;
+        case '>': fl_sb_printf(b, "&gt;"); break;
+        case '&': fl_sb_printf(b, "&amp;"); break;
+        case '"': fl_sb_printf(b, "&quot;"); break;
+        case '\'': fl_sb_printf(b, "&#39;"); break;
+        default: fl_sb_printf(b, "%c", *s);
         }
     }
+}
+
+static void html_link(fl_sb *b, const char *rel) {
+    fl_sb_printf(b, "<a href=\"");
+    for (const char *s = rel; *s; s++) /* "failures/loop/x.json": ':' / ' ' safe */
+        fl_sb_printf(b, (*s == ' ' || *s == '"' || *s == '#' || *s == '?' || *s == '%')
+                         ? "%%%02X" : "%c", (unsigned char)*s);
+    fl_sb_printf(b, "\">");
+    rp_html(b, rel);
+    fl_sb_printf(b, "</a>");
 }
 
 /* A "nice" axis maximum: 1, 2, 2.5 or 5 times a power of ten, at least v. */
@@ -43,7 +53,7 @@ typedef struct series {
 
 /* One plot: x = relative time, one or more series of plot_data sharing the y axis (the counts
  * are drawn as steps: they change only when something is found). */
-static void svg_plot(rp_buf *b, const rp_data *d, const char *title, int n_ser,
+static void svg_plot(fl_sb *b, const rp_data *d, const char *title, int n_ser,
                      const series *ser, int percent) {
     const double W = 640, H = 240, L = 56, R = 16, T = 28, B = 36;
     double xmax = 0, ymax = 0;
@@ -55,47 +65,47 @@ static void svg_plot(rp_buf *b, const rp_data *d, const char *title, int n_ser,
     xmax = nice_max(xmax);
     ymax = percent ? 1 : nice_max(ymax);
     double pw = W - L - R, ph = H - T - B;
-    rp_printf(b, "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+    fl_sb_printf(b, "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
                  "viewBox=\"0 0 %.0f %.0f\" role=\"img\"><title>", W, H, W, H);
     rp_html(b, title);
-    rp_printf(b, "</title><text x=\"%.0f\" y=\"18\" class=\"t\">", L);
+    fl_sb_printf(b, "</title><text x=\"%.0f\" y=\"18\" class=\"t\">", L);
     rp_html(b, title);
-    rp_printf(b, "</text>\n");
+    fl_sb_printf(b, "</text>\n");
     for (int k = 0; k <= 4; k++) { /* grid and tick labels */
         double y = T + ph - ph * k / 4, x = L + pw * k / 4;
         char ly[32], lx[32];
         fmt_num(ly, sizeof ly, ymax * k / 4, percent);
         fmt_num(lx, sizeof lx, xmax * k / 4, 0);
-        rp_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" class=\"g\"/>"
+        fl_sb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" class=\"g\"/>"
                      "<text x=\"%.1f\" y=\"%.1f\" class=\"yl\">%s</text>"
                      "<text x=\"%.1f\" y=\"%.1f\" class=\"xl\">%s</text>\n",
                   L, y, L + pw, y, L - 6, y + 4, ly, x, T + ph + 16, lx);
     }
-    rp_printf(b, "<text x=\"%.1f\" y=\"%.0f\" class=\"xl\">seconds</text>\n", L + pw / 2, H - 4);
-    rp_printf(b, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" class=\"f\"/>\n", L,
+    fl_sb_printf(b, "<text x=\"%.1f\" y=\"%.0f\" class=\"xl\">seconds</text>\n", L + pw / 2, H - 4);
+    fl_sb_printf(b, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" class=\"f\"/>\n", L,
               T, pw, ph);
     for (int s = 0; s < n_ser; s++) {
-        rp_printf(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"",
+        fl_sb_printf(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"",
                   ser[s].color);
         double prev_y = -1;
         for (int i = 0; i < d->n_rows; i++) {
             double x = L + pw * d->rows[i][PD_TIME] / xmax;
             double y = T + ph - ph * d->rows[i][ser[s].col] / ymax;
-            if (prev_y >= 0 && y != prev_y) rp_printf(b, "%.1f,%.1f ", x, prev_y);
-            rp_printf(b, "%.1f,%.1f ", x, y);
+            if (prev_y >= 0 && y != prev_y) fl_sb_printf(b, "%.1f,%.1f ", x, prev_y);
+            fl_sb_printf(b, "%.1f,%.1f ", x, y);
             prev_y = y;
         }
         /* legend in the title row, right-aligned, so it never hides a line */
-        rp_printf(b, "\"/>\n<text x=\"%.0f\" y=\"18\" fill=\"%s\" class=\"lg\">",
+        fl_sb_printf(b, "\"/>\n<text x=\"%.0f\" y=\"18\" fill=\"%s\" class=\"lg\">",
                   L + pw - 120 * s, ser[s].color);
         rp_html(b, ser[s].name);
-        rp_printf(b, "</text>\n");
+        fl_sb_printf(b, "</text>\n");
     }
-    rp_printf(b, "</svg></figure>\n");
+    fl_sb_printf(b, "</svg></figure>\n");
 }
 
-fl_status rp_write_html(const rp_data *d, rp_buf *b) {
-    rp_printf(b,
+fl_status rp_write_html(const rp_data *d, fl_sb *b) {
+    fl_sb_printf(b,
               "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
               "<title>flare agents: campaign report</title>\n<style>\n"
               "body{font:14px/1.4 system-ui,sans-serif;margin:2em auto;max-width:1100px;"
@@ -109,20 +119,20 @@ fl_status rp_write_html(const rp_data *d, rp_buf *b) {
               ".lg{font-size:12px;text-anchor:end}\n</style></head><body>\n"
               "<h1>flare agents: campaign report</h1>\n<table>\n");
     for (size_t i = 0; i < RP_SUMMARY_ROWS; i++) {
-        rp_printf(b, "<tr><th>%s</th><td>", rp_summary[i][0]);
+        fl_sb_printf(b, "<tr><th>%s</th><td>", rp_summary[i][0]);
         rp_html(b, rp_stat(d, rp_summary[i][1]));
-        rp_printf(b, "</td></tr>\n");
+        fl_sb_printf(b, "</td></tr>\n");
     }
     for (int i = 0; i < d->stats.n; i++)
         if (!strncmp(d->stats.key[i], "findings_", 9)) {
-            rp_printf(b, "<tr><th>findings: ");
+            fl_sb_printf(b, "<tr><th>findings: ");
             rp_html(b, d->stats.key[i] + 9);
-            rp_printf(b, "</th><td>");
+            fl_sb_printf(b, "</th><td>");
             rp_html(b, d->stats.val[i]);
-            rp_printf(b, "</td></tr>\n");
+            fl_sb_printf(b, "</td></tr>\n");
         }
-    rp_printf(b, "</table>\n<h2>Coverage over time</h2>\n");
-    if (!d->n_rows) rp_printf(b, "<p>plot_data holds no rows yet.</p>\n");
+    fl_sb_printf(b, "</table>\n<h2>Coverage over time</h2>\n");
+    if (!d->n_rows) fl_sb_printf(b, "<p>plot_data holds no rows yet.</p>\n");
     else {
         series feat[] = {{PD_FEATURES, "features", "#1f77b4"}, {PD_CORPUS, "corpus", "#999"}};
         series cov[] = {{PD_INTER, "inter-agent", "#2ca02c"}, {PD_INTRA, "intra-agent", "#ff7f0e"}};
@@ -131,37 +141,18 @@ fl_status rp_write_html(const rp_data *d, rp_buf *b) {
         svg_plot(b, d, "inter- and intra-agent coverage", 2, cov, 1);
         svg_plot(b, d, "findings", 1, find, 0);
     }
-    rp_printf(b, "<h2>Findings (%d)</h2>\n", d->n_find);
-    if (!d->n_find) rp_printf(b, "<p>No finding.</p>\n");
+    fl_sb_printf(b, "<h2>Findings (%d)</h2>\n", d->n_find);
+    if (!d->n_find) fl_sb_printf(b, "<p>No finding.</p>\n");
     else {
-        rp_printf(b, "<table><tr><th>#</th><th>kind</th><th>MAST</th><th>signature</th>"
+        fl_sb_printf(b, "<table><tr><th>#</th><th>kind</th><th>MAST</th><th>signature</th>"
                      "<th>found at exec</th><th>example input</th><th>message</th>"
                      "<th>case</th></tr>\n");
-        for (int i = 0; i < d->n_find; i++) {
-            const rp_finding *f = &d->find[i];
-            rp_printf(b, "<tr><td class=\"n\">%d</td><td>", i + 1);
-            rp_html(b, f->s.kind ? f->s.kind : "?");
-            rp_printf(b, "</td><td>");
-            rp_html(b, f->s.mast ? f->s.mast : "");
-            rp_printf(b, "</td><td><code>");
-            rp_html(b, f->s.signature ? f->s.signature : "");
-            rp_printf(b, "</code></td><td class=\"n\">");
-            if (f->s.found_exec >= 0) rp_printf(b, "%.0f", f->s.found_exec);
-            rp_printf(b, "</td><td>");
-            rp_html(b, f->input);
-            rp_printf(b, "</td><td>");
-            rp_html(b, f->s.message ? f->s.message : "");
-            rp_printf(b, "</td><td><a href=\"");
-            for (const char *s = f->rel; *s; s++) /* "failures/loop/x.json": ':' / ' ' safe */
-                rp_printf(b, (*s == ' ' || *s == '"' || *s == '#' || *s == '?' || *s == '%')
-                                 ? "%%%02X" : "%c", (unsigned char)*s);
-            rp_printf(b, "\">");
-            rp_html(b, f->rel);
-            rp_printf(b, "</a></td></tr>\n");
-        }
-        rp_printf(b, "</table>\n");
+        static const rp_markup html = {"<tr>", "</tr>\n", "<td>", "<td class=\"n\">", "</td>",
+                                       "<code>", "</code>", 1, rp_html, html_link};
+        rp_finding_rows(b, d, &html);
+        fl_sb_printf(b, "</table>\n");
     }
-    rp_printf(b, "<p>Generated by flare %s from the files of this folder "
+    fl_sb_printf(b, "<p>Generated by flare %s from the files of this folder "
                  "(fuzzer_stats, plot_data, failures/, hangs/).</p>\n</body></html>\n",
               FLARE_VERSION);
     return FL_OK;

@@ -35,7 +35,17 @@ void rp_read(rp_data *d);
 void rp_read_findings(rp_data *d); /* the findings only */
 void rp_free(rp_data *d);
 
+/* The findings table's rows (report_table.c) in a report's markup: each row is row_open,
+ * its cells (each num_open or cell_open, the content, cell_close), row_close. */
+typedef struct rp_markup {
+    const char *row_open, *row_close, *cell_open, *num_open, *cell_close, *code_open, *code_close;
+    int message;                               /* with the message column */
+    void (*text)(fl_sb *b, const char *s);     /* s escaped for a cell */
+    void (*link)(fl_sb *b, const char *rel);   /* the link to a finding's case file */
+} rp_markup;
+void rp_finding_rows(fl_sb *b, const rp_data *d, const rp_markup *m);
+
 /* The HTML report (report_html.c) into b. */
-fl_status rp_write_html(const rp_data *d, rp_buf *b);
+fl_status rp_write_html(const rp_data *d, fl_sb *b);
 
 #endif

@@ -8,13 +8,14 @@
 #include "flare/agents/agcov.h"
 
 uint64_t fl_aghash_str(uint64_t h, const char *s) {
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) h = (h ^ *p) * 0x100000001b3ull;
-    return (h ^ 0xff) * 0x100000001b3ull;
+    s = s ? s : "";
+    return fl_fnv1a(fl_fnv1a(h, s, strlen(s)), "\xff", 1);
 }
 
 uint64_t fl_aghash_u64(uint64_t h, uint64_t v) {
-    for (int k = 0; k < 8; k++, v >>= 8) h = (h ^ (v & 0xff)) * 0x100000001b3ull;
-    return h;
+    unsigned char b[8]; /* little-endian, whatever the machine's order */
+    for (int k = 0; k < 8; k++, v >>= 8) b[k] = (unsigned char)(v & 0xff);
+    return fl_fnv1a(h, b, 8);
 }
 
 uint64_t fl_aghash_final(uint64_t z) {

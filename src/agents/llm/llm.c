@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "core/text.h"
 #include "flare/agents/agcov.h"
 #include "flare/agents/llm.h"
 
@@ -143,25 +144,16 @@ static void cache_path(const fl_llm *l, const char *endpoint, const char *body, 
 
 /* ---- HTTP ------------------------------------------------------------------------------------ */
 typedef struct buf {
-    char *p;
-    size_t n, cap;
+    fl_sb body;
     long retry_after_ms; /* -1: none */
 } buf;
 
 static size_t on_body(char *d, size_t sz, size_t nm, void *u) {
     buf *b = u;
     size_t k = sz * nm;
-    if (b->n + k + 1 > (size_t)64 << 20) return 0; /* 64 MiB: not a chat reply */
-    if (b->n + k + 1 > b->cap) {
-        size_t cap = (b->n + k + 1) * 2;
-        char *q = realloc(b->p, cap);
-        if (!q) return 0;
-        b->p = q, b->cap = cap;
-    }
-    memcpy(b->p + b->n, d, k);
-    b->n += k;
-    b->p[b->n] = 0;
-    return k;
+    if (b->body.n + k + 1 > (size_t)64 << 20) return 0; /* 64 MiB: not a chat reply */
+    fl_sb_put(&b->body, d, k);
+    return b->body.oom ? 0 : k;
 }
 
 static size_t on_header(char *d, size_t sz, size_t nm, void *u) {
@@ -230,15 +222,15 @@ static fl_status post(fl_llm *l, const char *endpoint, const char *body, char **
         if (rc != CURLE_OK) {
             snprintf(why, sizeof why, "%s", curl_easy_strerror(rc));
             retry = rc != CURLE_OUT_OF_MEMORY;
-        } else if (code == 200 && b.p) {
-            *resp = b.p;
+        } else if (code == 200 && b.body.p) {
+            *resp = b.body.p;
             st = FL_OK;
             break;
         } else {
-            snprintf(why, sizeof why, "HTTP %ld: %.120s", code, b.p ? b.p : "");
+            snprintf(why, sizeof why, "HTTP %ld: %.120s", code, b.body.p ? b.body.p : "");
             retry = code == 429 || code >= 500;
         }
-        free(b.p);
+        free(b.body.p);
         if (!retry || attempt == l->o.retries) break;
         long ms = (long)l->o.backoff_ms << (attempt < 20 ? attempt : 20);
         if (b.retry_after_ms >= 0) ms = b.retry_after_ms;
@@ -252,10 +244,10 @@ static fl_status post(fl_llm *l, const char *endpoint, const char *body, char **
     return FL_OK;
 }
 
-/* Cached POST: the parsed reply; usage tokens counted for fresh replies only. valid() says
- * whether a body is worth caching (a 200 with the wrong shape is not). */
-static fl_status request(fl_llm *l, const char *endpoint, const char *body,
-                         int (*valid)(const cJSON *), cJSON **out, fl_err *e) {
+/* Cached POST of body: the parsed reply; usage tokens counted for fresh replies only.
+ * valid() says whether a body is worth caching (a 200 with the wrong shape is not). */
+static fl_status request_body(fl_llm *l, const char *endpoint, const char *body,
+                              int (*valid)(const cJSON *), cJSON **out, fl_err *e) {
     char path[4200];
     *out = NULL;
     if (l->cache) {
@@ -319,6 +311,18 @@ static fl_status request(fl_llm *l, const char *endpoint, const char *body,
     return FL_OK;
 }
 
+/* request_body with the request r printed compactly; r is deleted. */
+static fl_status request(fl_llm *l, const char *endpoint, cJSON *r, int (*valid)(const cJSON *),
+                         cJSON **out, fl_err *e) {
+    char *body = cJSON_PrintUnformatted(r);
+    cJSON_Delete(r);
+    *out = NULL;
+    if (!body) return fl_fail(e, FL_ERR_NOMEM, "llm: out of memory");
+    fl_status st = request_body(l, endpoint, body, valid, out, e);
+    free(body);
+    return st;
+}
+
 static const char *chat_content(const cJSON *j) {
     const cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0);
     const cJSON *m = cJSON_GetObjectItem(cJSON_GetObjectItem(c, "message"), "content");
@@ -342,12 +346,8 @@ fl_status fl_llm_chat_seed(fl_llm *l, int n, const fl_llm_msg *msgs, int json_mo
     cJSON_AddNumberToObject(r, "seed", (double)(seed & ((1ull << 53) - 1)));
     if (l->o.max_reply_tokens > 0) cJSON_AddNumberToObject(r, "max_tokens", l->o.max_reply_tokens);
     if (json_mode) cJSON_AddStringToObject(cJSON_AddObjectToObject(r, "response_format"), "type", "json_object");
-    char *body = cJSON_PrintUnformatted(r);
-    cJSON_Delete(r);
-    if (!body) return fl_fail(e, FL_ERR_NOMEM, "llm: out of memory");
     cJSON *j;
-    fl_status st = request(l, "/v1/chat/completions", body, chat_valid, &j, e);
-    free(body);
+    fl_status st = request(l, "/v1/chat/completions", r, chat_valid, &j, e);
     if (st) return st;
     *reply = strdup(chat_content(j));
     cJSON_Delete(j);
@@ -371,12 +371,8 @@ fl_status fl_llm_embed(fl_llm *l, const char *text, float **v, int *dim, fl_err 
     cJSON *r = cJSON_CreateObject();
     cJSON_AddStringToObject(r, "model", l->o.model);
     cJSON_AddStringToObject(r, "input", text ? text : "");
-    char *body = cJSON_PrintUnformatted(r);
-    cJSON_Delete(r);
-    if (!body) return fl_fail(e, FL_ERR_NOMEM, "llm: out of memory");
     cJSON *j;
-    fl_status st = request(l, "/v1/embeddings", body, embed_valid, &j, e);
-    free(body);
+    fl_status st = request(l, "/v1/embeddings", r, embed_valid, &j, e);
     if (st) return st;
     const cJSON *a = embedding(j);
     int n = cJSON_GetArraySize(a);

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "agents/mutate/mutate_int.h"
+#include "core/text.h"
 
 #define TOKEN_MAX 1024
 
@@ -43,8 +44,10 @@ static fl_status push(mt_dict *d, const char *v, size_t n, fl_err *e) {
     return FL_OK;
 }
 
-static fl_status parse_line(mt_dict *d, const char *s, size_t n, const char *name, int line,
+/* One line of a dictionary file (an fl_line_fn over an mt_dict). */
+static fl_status parse_line(void *ctx, const char *s, size_t n, const char *name, int line,
                             fl_err *e) {
+    mt_dict *d = ctx;
     size_t i = 0;
     while (i < n && is_ws(s[i])) i++;
     while (n > i && is_ws(s[n - 1])) n--;
@@ -113,17 +116,8 @@ static fl_status parse_line(mt_dict *d, const char *s, size_t n, const char *nam
 }
 
 fl_status mt_dict_add_text(mt_dict *d, const char *text, size_t len, const char *name, fl_err *e) {
-    int n0 = d->n, line = 1;
-    fl_status st = FL_OK;
-    for (size_t i = 0; i < len && st == FL_OK; line++) {
-        const char *nl = memchr(text + i, '\n', len - i);
-        size_t j = nl ? (size_t)(nl - text) : len;
-        if (memchr(text + i, 0, j - i))
-            st = fl_fail(e, FL_ERR_FORMAT, "%s:%d: NUL byte in a text file", name, line);
-        else
-            st = parse_line(d, text + i, j - i, name, line, e);
-        i = j + 1;
-    }
+    int n0 = d->n;
+    fl_status st = fl_text_lines(text, len, name, parse_line, d, e);
     if (st != FL_OK) { /* all or nothing */
         for (int k = n0; k < d->n; k++) free(d->tok[k]);
         d->n = n0;

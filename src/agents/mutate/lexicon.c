@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "agents/mutate/mutate_int.h"
+#include "core/text.h"
 
 #define KEY_MAX 63
 #define ENTRY_MAX 127
@@ -86,8 +87,10 @@ static int is_sep(const char *s, size_t n, size_t i, size_t *len) {
 
 static int is_ws(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
-static fl_status add_line(mt_lexicon *lx, const char *s, size_t n, const char *name, int line,
+/* One line of a lexicon file (an fl_line_fn over an mt_lexicon). */
+static fl_status add_line(void *ctx, const char *s, size_t n, const char *name, int line,
                           fl_err *e) {
+    mt_lexicon *lx = ctx;
     size_t a = 0;
     while (a < n && is_ws(s[a])) a++;
     if (a == n || s[a] == '#') return FL_OK;
@@ -141,17 +144,8 @@ static fl_status add_line(mt_lexicon *lx, const char *s, size_t n, const char *n
 }
 
 fl_status mt_lex_add_text(mt_lexicon *lx, const char *text, size_t len, const char *name, fl_err *e) {
-    int n0 = lx->n, g0 = lx->n_groups, line = 1;
-    fl_status st = FL_OK;
-    for (size_t i = 0; i < len && st == FL_OK; line++) {
-        const char *nl = memchr(text + i, '\n', len - i);
-        size_t j = nl ? (size_t)(nl - text) : len;
-        if (memchr(text + i, 0, j - i))
-            st = fl_fail(e, FL_ERR_FORMAT, "%s:%d: NUL byte in a text file", name, line);
-        else
-            st = add_line(lx, text + i, j - i, name, line, e);
-        i = j + 1;
-    }
+    int n0 = lx->n, g0 = lx->n_groups;
+    fl_status st = fl_text_lines(text, len, name, add_line, lx, e);
     if (st != FL_OK) drop_from(lx, n0, g0); /* all or nothing */
     fl_status st2 = reindex(lx, st == FL_OK ? e : NULL);
     return st != FL_OK ? st : st2;

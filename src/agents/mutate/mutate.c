@@ -94,12 +94,16 @@ void fl_mutator_free(fl_mutator_ctx *m) {
     free(m);
 }
 
-static fl_status load_file(const char *path, char **text, size_t *len, fl_err *e) {
+/* Read the file at path and add its text to the lexicons (lex) or to the dictionary. */
+static fl_status load_text(fl_mutator_ctx *m, const char *path, int lex, fl_err *e) {
     uint8_t *buf;
-    fl_status st = fl_file_read(path, &buf, len, e);
+    size_t len;
+    fl_status st = fl_file_read(path, &buf, &len, e);
     if (st != FL_OK) return st;
-    *text = (char *)buf;
-    return FL_OK;
+    st = lex ? mt_lex_add_text(&m->lex, (char *)buf, len, path, e)
+             : mt_dict_add_text(&m->dict, (char *)buf, len, path, e);
+    free(buf);
+    return st;
 }
 
 fl_status fl_mutator_add_lexicon_text(fl_mutator_ctx *m, const char *text, size_t len,
@@ -108,13 +112,7 @@ fl_status fl_mutator_add_lexicon_text(fl_mutator_ctx *m, const char *text, size_
 }
 
 fl_status fl_mutator_load_lexicon(fl_mutator_ctx *m, const char *path, fl_err *e) {
-    char *text;
-    size_t len;
-    fl_status st = load_file(path, &text, &len, e);
-    if (st != FL_OK) return st;
-    st = mt_lex_add_text(&m->lex, text, len, path, e);
-    free(text);
-    return st;
+    return load_text(m, path, 1, e);
 }
 
 fl_status fl_mutator_add_dict_text(fl_mutator_ctx *m, const char *text, size_t len,
@@ -123,13 +121,7 @@ fl_status fl_mutator_add_dict_text(fl_mutator_ctx *m, const char *text, size_t l
 }
 
 fl_status fl_mutator_load_dict(fl_mutator_ctx *m, const char *path, fl_err *e) {
-    char *text;
-    size_t len;
-    fl_status st = load_file(path, &text, &len, e);
-    if (st != FL_OK) return st;
-    st = mt_dict_add_text(&m->dict, text, len, path, e);
-    free(text);
-    return st;
+    return load_text(m, path, 0, e);
 }
 
 int fl_mutator_dict_size(const fl_mutator_ctx *m) { return m->dict.n; }

@@ -51,7 +51,7 @@ int mt_apply_text(mt_env *env, mt_text_fn f) {
         size_t n = strlen(c->turns[i]);
         size_t others = total - n;
         env->budget = env->m->o.max_len > others ? env->m->o.max_len - others : 0;
-        mt_buf b = {0};
+        fl_sb b = {0};
         int r = f(env, c->turns[i], n, &b);
         if (b.oom) {
             free(b.p);

@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "core/text.h"
 #include "flare/agents/mutate.h"
 
 /* ---- UTF-8 units (mutate_utf8.c) --------------------------------------------------------------
@@ -45,18 +46,12 @@ int mt_words(const char *s, size_t n, mt_span **out);
  * excludes surrounding whitespace. With clauses = 1 also split after , ; ，；、. */
 int mt_sentences(const char *s, size_t n, int clauses, mt_span **out);
 
-/* ---- a growable string ------------------------------------------------------------------- */
-typedef struct mt_buf {
-    char *p;
-    size_t n, cap;
-    int oom;
-} mt_buf;
-void mt_put(mt_buf *b, const char *s, size_t n);
-void mt_puts(mt_buf *b, const char *s);
-void mt_putc(mt_buf *b, char c);
+/* ---- building strings (core/text.h) ------------------------------------------------------ */
 /* Append s with a space between it and what precedes when both sides are ASCII non-space
  * (so inserted English words do not glue to their neighbours, Chinese ones do). */
-void mt_put_word(mt_buf *b, const char *s, size_t n);
+void mt_put_word(fl_sb *b, const char *s, size_t n);
+/* s[0..n) with the word w inserted at byte at, each join spaced as mt_put_word does. */
+void mt_insert_word(fl_sb *b, const char *s, size_t n, size_t at, const char *w);
 
 /* ---- lexicon (lexicon.c) ----------------------------------------------------------------- */
 typedef struct mt_lex_entry {
@@ -110,7 +105,7 @@ typedef struct mt_env {
 /* A text operator rewrites one turn s[0..n) into o; returns 1 when it produced a change,
  * 0 when it does not apply to this text (o untouched). A case operator changes env->c and
  * returns 1, 0 (not applicable) or -1 (out of memory). */
-typedef int (*mt_text_fn)(mt_env *env, const char *s, size_t n, mt_buf *o);
+typedef int (*mt_text_fn)(mt_env *env, const char *s, size_t n, fl_sb *o);
 typedef int (*mt_case_fn)(mt_env *env);
 
 /* Case helpers (mutate_case.c): take ownership of s (malloc'd), -1 on allocation failure. */
@@ -158,28 +153,28 @@ MT_LIST(mt_neg_prefix_en); MT_LIST(mt_neg_prefix_zh);
 #define MT_PICKL_LANG(r, s, n, en, zh) mt_pick_lang((r), (s), (n), en, en##_n, zh, zh##_n)
 
 /* Operator implementations. */
-int mt_op_synonym(mt_env *, const char *, size_t, mt_buf *);
-int mt_op_insert(mt_env *, const char *, size_t, mt_buf *);
-int mt_op_del_word(mt_env *, const char *, size_t, mt_buf *);
-int mt_op_del_span(mt_env *, const char *, size_t, mt_buf *);
-int mt_op_dup(mt_env *, const char *, size_t, mt_buf *);
-int mt_op_reorder(mt_env *, const char *, size_t, mt_buf *);
-int mt_op_typo(mt_env *, const char *, size_t, mt_buf *);
-int mt_op_noise(mt_env *, const char *, size_t, mt_buf *);
-int mt_op_negate(mt_env *, const char *, size_t, mt_buf *);
-int mt_op_contradict(mt_env *, const char *, size_t, mt_buf *);
-int mt_op_ambiguity(mt_env *, const char *, size_t, mt_buf *);
-int mt_op_urgency(mt_env *, const char *, size_t, mt_buf *);
-int mt_op_persona(mt_env *, const char *, size_t, mt_buf *);
-int mt_op_num(mt_env *, const char *, size_t, mt_buf *);
-int mt_op_empty(mt_env *, const char *, size_t, mt_buf *);
-int mt_op_long(mt_env *, const char *, size_t, mt_buf *);
-int mt_op_unicode(mt_env *, const char *, size_t, mt_buf *);
-int mt_op_inject(mt_env *, const char *, size_t, mt_buf *);
-int mt_op_json_add(mt_env *, const char *, size_t, mt_buf *);
-int mt_op_json_del(mt_env *, const char *, size_t, mt_buf *);
-int mt_op_json_retype(mt_env *, const char *, size_t, mt_buf *);
-int mt_op_json_break(mt_env *, const char *, size_t, mt_buf *);
+int mt_op_synonym(mt_env *, const char *, size_t, fl_sb *);
+int mt_op_insert(mt_env *, const char *, size_t, fl_sb *);
+int mt_op_del_word(mt_env *, const char *, size_t, fl_sb *);
+int mt_op_del_span(mt_env *, const char *, size_t, fl_sb *);
+int mt_op_dup(mt_env *, const char *, size_t, fl_sb *);
+int mt_op_reorder(mt_env *, const char *, size_t, fl_sb *);
+int mt_op_typo(mt_env *, const char *, size_t, fl_sb *);
+int mt_op_noise(mt_env *, const char *, size_t, fl_sb *);
+int mt_op_negate(mt_env *, const char *, size_t, fl_sb *);
+int mt_op_contradict(mt_env *, const char *, size_t, fl_sb *);
+int mt_op_ambiguity(mt_env *, const char *, size_t, fl_sb *);
+int mt_op_urgency(mt_env *, const char *, size_t, fl_sb *);
+int mt_op_persona(mt_env *, const char *, size_t, fl_sb *);
+int mt_op_num(mt_env *, const char *, size_t, fl_sb *);
+int mt_op_empty(mt_env *, const char *, size_t, fl_sb *);
+int mt_op_long(mt_env *, const char *, size_t, fl_sb *);
+int mt_op_unicode(mt_env *, const char *, size_t, fl_sb *);
+int mt_op_inject(mt_env *, const char *, size_t, fl_sb *);
+int mt_op_json_add(mt_env *, const char *, size_t, fl_sb *);
+int mt_op_json_del(mt_env *, const char *, size_t, fl_sb *);
+int mt_op_json_retype(mt_env *, const char *, size_t, fl_sb *);
+int mt_op_json_break(mt_env *, const char *, size_t, fl_sb *);
 int mt_op_splice(mt_env *);
 int mt_op_turn_add(mt_env *);
 int mt_op_topic(mt_env *);

@@ -37,16 +37,26 @@ static void walk(pick *p, cJSON *node, cJSON *parent, int want_obj) {
     for (cJSON *c = node->child; c; c = c->next) walk(p, c, node, want_obj);
 }
 
-static int emit(cJSON *root, mt_buf *o) {
+static int emit(cJSON *root, fl_sb *o) {
     char *txt = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
     if (!txt) {
         o->oom = 1;
         return 0;
     }
-    mt_puts(o, txt);
+    fl_sb_puts(o, txt);
     cJSON_free(txt);
     return 1;
+}
+
+/* The end of an edit that put v into root: emit root when it went in (ok), else free both
+ * and report out of memory. */
+static int emit_edit(int ok, cJSON *v, cJSON *root, fl_sb *o) {
+    if (ok) return emit(root, o);
+    cJSON_Delete(v);
+    cJSON_Delete(root);
+    o->oom = 1;
+    return 0;
 }
 
 static const double NUMS[] = {0, -1, 1, 1e308, -1e308, 2147483648.0, -2147483649.0,
@@ -97,7 +107,7 @@ static int type_of(const cJSON *j) {
     return 5;
 }
 
-int mt_op_json_add(mt_env *env, const char *s, size_t n, mt_buf *o) {
+int mt_op_json_add(mt_env *env, const char *s, size_t n, fl_sb *o) {
     cJSON *root = parse_object(s, n);
     if (!root) return 0;
     pick p = {env->r, 0, NULL, NULL};
@@ -110,16 +120,10 @@ int mt_op_json_add(mt_env *env, const char *s, size_t n, mt_buf *o) {
         key = cJSON_GetArrayItem(obj, (int)fl_rng_below(env->r, (uint32_t)k))->string;
     }
     cJSON *v = make_value(env, (int)fl_rng_below(env->r, 6));
-    if (!v || !cJSON_AddItemToObject(obj, key, v)) {
-        cJSON_Delete(v);
-        cJSON_Delete(root);
-        o->oom = 1;
-        return 0;
-    }
-    return emit(root, o);
+    return emit_edit(v && cJSON_AddItemToObject(obj, key, v), v, root, o);
 }
 
-int mt_op_json_del(mt_env *env, const char *s, size_t n, mt_buf *o) {
+int mt_op_json_del(mt_env *env, const char *s, size_t n, fl_sb *o) {
     cJSON *root = parse_object(s, n);
     if (!root) return 0;
     pick p = {env->r, 0, NULL, NULL};
@@ -132,7 +136,7 @@ int mt_op_json_del(mt_env *env, const char *s, size_t n, mt_buf *o) {
     return emit(root, o);
 }
 
-int mt_op_json_retype(mt_env *env, const char *s, size_t n, mt_buf *o) {
+int mt_op_json_retype(mt_env *env, const char *s, size_t n, fl_sb *o) {
     fl_rng *r = env->r;
     cJSON *root = parse_object(s, n);
     if (!root) return 0;
@@ -171,16 +175,10 @@ int mt_op_json_retype(mt_env *env, const char *s, size_t n, mt_buf *o) {
         v->string = p.node->string;
         p.node->string = NULL;
     }
-    if (!v || !cJSON_ReplaceItemViaPointer(p.parent, p.node, v)) {
-        cJSON_Delete(v);
-        cJSON_Delete(root);
-        o->oom = 1;
-        return 0;
-    }
-    return emit(root, o);
+    return emit_edit(v && cJSON_ReplaceItemViaPointer(p.parent, p.node, v), v, root, o);
 }
 
-int mt_op_json_break(mt_env *env, const char *s, size_t n, mt_buf *o) {
+int mt_op_json_break(mt_env *env, const char *s, size_t n, fl_sb *o) {
     fl_rng *r = env->r;
     cJSON *root = parse_object(s, n);
     if (!root) return 0;
@@ -191,33 +189,33 @@ int mt_op_json_break(mt_env *env, const char *s, size_t n, mt_buf *o) {
     switch (fl_rng_below(r, 5)) {
     case 0: { /* truncated mid-way */
         size_t u = mt_u8_count(s, n);
-        mt_put(o, s, mt_u8_offset(s, n, 1 + fl_rng_below(r, (uint32_t)(u - 1))));
+        fl_sb_put(o, s, mt_u8_offset(s, n, 1 + fl_rng_below(r, (uint32_t)(u - 1))));
         return 1;
     }
     case 1: { /* one structural character missing */
         size_t cnt = 0, at = 0;
         for (size_t i = 0; i < n; i++)
             if (strchr("{}[]:,\"", s[i]) && s[i] && fl_rng_below(r, (uint32_t)++cnt) == 0) at = i;
-        mt_put(o, s, at);
-        mt_put(o, s + at + 1, n - at - 1);
+        fl_sb_put(o, s, at);
+        fl_sb_put(o, s + at + 1, n - at - 1);
         return 1;
     }
     case 2: /* trailing comma */
-        mt_put(o, s, close);
-        mt_puts(o, ",");
+        fl_sb_put(o, s, close);
+        fl_sb_puts(o, ",");
         break;
     case 3: { /* JavaScript, not JSON: single quotes, NaN, a comment */
         static const char *const JS[] = {",'mode':'debug'", ",\"x\":NaN", ",\"y\":Infinity",
                                          " /* comment */", ",unquoted:1", ",\"z\":undefined"};
-        mt_put(o, s, close);
-        mt_puts(o, MT_PICK(r, JS));
+        fl_sb_put(o, s, close);
+        fl_sb_puts(o, MT_PICK(r, JS));
         break;
     }
     default: /* something after the object */
-        mt_put(o, s, n);
-        mt_puts(o, fl_rng_below(r, 2) ? "}" : " {\"again\":true}");
+        fl_sb_put(o, s, n);
+        fl_sb_puts(o, fl_rng_below(r, 2) ? "}" : " {\"again\":true}");
         return 1;
     }
-    mt_put(o, s + close, n - close);
+    fl_sb_put(o, s + close, n - close);
     return 1;
 }

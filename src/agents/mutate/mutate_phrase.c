@@ -7,7 +7,7 @@
 #include "agents/mutate/mutate_int.h"
 
 /* Where to put a phrase: start, end, or after a random sentence. */
-static size_t phrase_pos(fl_rng *r, const char *s, size_t n, mt_buf *o) {
+static size_t phrase_pos(fl_rng *r, const char *s, size_t n, fl_sb *o) {
     uint32_t w = fl_rng_below(r, 10);
     if (w < 2) return 0;
     if (w < 7) return n;
@@ -23,16 +23,10 @@ static size_t phrase_pos(fl_rng *r, const char *s, size_t n, mt_buf *o) {
     return at;
 }
 
-static void put_at(mt_buf *o, const char *s, size_t n, size_t at, const char *phrase) {
-    mt_put(o, s, at);
-    mt_put_word(o, phrase, strlen(phrase));
-    mt_put_word(o, s + at, n - at);
-}
-
 /* Prefix a phrase; an initial capital of the turn becomes lower case ("Add" -> "... add")
  * unless it looks like a name or an acronym (the next letter is not lower case). */
-static void put_prefix(mt_buf *o, const char *s, size_t n, const char *phrase) {
-    mt_puts(o, phrase);
+static void put_prefix(fl_sb *o, const char *s, size_t n, const char *phrase) {
+    fl_sb_puts(o, phrase);
     mt_put_word(o, s, n);
     if (o->oom || n < 2) return;
     char last = phrase[strlen(phrase) - 1];
@@ -65,7 +59,7 @@ static const char *const ZH_VERB[] = {"\xe6\x98\xaf", "\xe8\xa6\x81", "\xe8\x83\
                                       "\xe5\x8f\xaf\xe4\xbb\xa5", "\xe9\x9c\x80\xe8\xa6\x81",
                                       "\xe5\xba\x94\xe8\xaf\xa5", "\xe7\x94\xa8"};
 
-int mt_op_negate(mt_env *env, const char *s, size_t n, mt_buf *o) {
+int mt_op_negate(mt_env *env, const char *s, size_t n, fl_sb *o) {
     fl_rng *r = env->r;
     /* gather every possible local edit, keep one uniformly (reservoir) */
     size_t cnt = 0, at = 0, len = 0;
@@ -99,22 +93,22 @@ int mt_op_negate(mt_env *env, const char *s, size_t n, mt_buf *o) {
     free(w);
     if (cnt && fl_rng_below(r, 3)) {
         if (!*rep && len && at + len < n && s[at + len] == ' ') len++; /* "do not go" -> "do go" */
-        mt_put(o, s, at);
-        mt_puts(o, rep);
-        mt_put(o, s + at + len, n - at - len);
+        fl_sb_put(o, s, at);
+        fl_sb_puts(o, rep);
+        fl_sb_put(o, s + at + len, n - at - len);
         return 1;
     }
     put_prefix(o, s, n, MT_PICKL_LANG(r, s, n, mt_neg_prefix_en, mt_neg_prefix_zh));
     return 1;
 }
 
-int mt_op_contradict(mt_env *env, const char *s, size_t n, mt_buf *o) {
+int mt_op_contradict(mt_env *env, const char *s, size_t n, fl_sb *o) {
     const char *p = MT_PICKL_LANG(env->r, s, n, mt_contra_en, mt_contra_zh);
-    put_at(o, s, n, phrase_pos(env->r, s, n, o), p);
+    mt_insert_word(o, s, n, phrase_pos(env->r, s, n, o), p);
     return 1;
 }
 
-int mt_op_ambiguity(mt_env *env, const char *s, size_t n, mt_buf *o) {
+int mt_op_ambiguity(mt_env *env, const char *s, size_t n, fl_sb *o) {
     fl_rng *r = env->r;
     mt_span *w;
     int nw = mt_words(s, n, &w);
@@ -126,7 +120,7 @@ int mt_op_ambiguity(mt_env *env, const char *s, size_t n, mt_buf *o) {
     if (mode == 1 && nw > 0) { /* "... or maybe <one of its own words>" */
         mt_span x = w[fl_rng_below(r, (uint32_t)nw)];
         free(w);
-        mt_put(o, s, n);
+        fl_sb_put(o, s, n);
         mt_put_word(o, mt_has_cjk(s, n) ? "\xe6\x88\x96\xe8\x80\x85" : "or maybe", mt_has_cjk(s, n) ? 6 : 8);
         mt_put_word(o, s + x.at, x.len);
         mt_put_word(o, "?", 1);
@@ -140,9 +134,9 @@ int mt_op_ambiguity(mt_env *env, const char *s, size_t n, mt_buf *o) {
                 a = w[k].at, b = a + w[k].len;
         free(w);
         if (cnt) {
-            mt_put(o, s, a);
-            mt_puts(o, MT_PICKL_LANG(r, s, n, mt_vague_en, mt_vague_zh));
-            mt_put(o, s + b, n - b);
+            fl_sb_put(o, s, a);
+            fl_sb_puts(o, MT_PICKL_LANG(r, s, n, mt_vague_en, mt_vague_zh));
+            fl_sb_put(o, s + b, n - b);
             return 1;
         }
         w = NULL;
@@ -150,21 +144,21 @@ int mt_op_ambiguity(mt_env *env, const char *s, size_t n, mt_buf *o) {
     if (mode == 3) { /* hedge: "maybe", "sort of", "大概" before a word */
         size_t at = nw > 0 ? w[fl_rng_below(r, (uint32_t)nw)].at : 0;
         free(w);
-        put_at(o, s, n, at, MT_PICKL_LANG(r, s, n, mt_hedge_en, mt_hedge_zh));
+        mt_insert_word(o, s, n, at, MT_PICKL_LANG(r, s, n, mt_hedge_en, mt_hedge_zh));
         return 1;
     }
     free(w);
-    mt_put(o, s, n);
+    fl_sb_put(o, s, n);
     const char *p = MT_PICKL_LANG(r, s, n, mt_ambig_en, mt_ambig_zh);
     mt_put_word(o, p, strlen(p));
     return 1;
 }
 
-int mt_op_urgency(mt_env *env, const char *s, size_t n, mt_buf *o) {
+int mt_op_urgency(mt_env *env, const char *s, size_t n, fl_sb *o) {
     fl_rng *r = env->r;
     uint32_t where = fl_rng_below(r, 3); /* 0 prefix, 1 suffix, 2 both */
     if (where != 1) put_prefix(o, s, n, MT_PICKL_LANG(r, s, n, mt_urgent_pre_en, mt_urgent_pre_zh));
-    else mt_put(o, s, n);
+    else fl_sb_put(o, s, n);
     if (where != 0) {
         const char *p = MT_PICKL_LANG(r, s, n, mt_urgent_suf_en, mt_urgent_suf_zh);
         mt_put_word(o, p, strlen(p));
@@ -172,7 +166,7 @@ int mt_op_urgency(mt_env *env, const char *s, size_t n, mt_buf *o) {
     return 1;
 }
 
-int mt_op_persona(mt_env *env, const char *s, size_t n, mt_buf *o) {
+int mt_op_persona(mt_env *env, const char *s, size_t n, fl_sb *o) {
     fl_rng *r = env->r;
     const char *p;
     switch (fl_rng_below(r, 3)) {
@@ -184,16 +178,16 @@ int mt_op_persona(mt_env *env, const char *s, size_t n, mt_buf *o) {
     return 1;
 }
 
-int mt_op_inject(mt_env *env, const char *s, size_t n, mt_buf *o) {
+int mt_op_inject(mt_env *env, const char *s, size_t n, fl_sb *o) {
     fl_rng *r = env->r;
     const char *snip = MT_PICKL_LANG(r, s, n, mt_inject_en, mt_inject_zh);
     size_t at = phrase_pos(r, s, n, o);
-    mt_put(o, s, at);
+    fl_sb_put(o, s, at);
     if (fl_rng_below(r, 3) == 0) { /* in fake chat-template / system markup */
         const char *wrap = MT_PICKL(r, mt_inject_wrap), *hole = strstr(wrap, "%s");
         mt_put_word(o, wrap, (size_t)(hole - wrap));
-        mt_puts(o, snip);
-        mt_puts(o, hole + 2);
+        fl_sb_puts(o, snip);
+        fl_sb_puts(o, hole + 2);
     } else {
         mt_put_word(o, snip, strlen(snip));
     }

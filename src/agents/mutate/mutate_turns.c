@@ -41,8 +41,8 @@ int mt_op_splice(mt_env *env) {
         if (ca < 0 || cb < 0) return -1;
         if (nb - (size_t)cb == na - (size_t)ca && !memcmp(a + ca, b + cb, na - (size_t)ca))
             continue; /* same tail: no change */
-        mt_buf o = {0};
-        mt_put(&o, a, (size_t)ca);
+        fl_sb o = {0};
+        fl_sb_put(&o, a, (size_t)ca);
         mt_put_word(&o, b + cb, nb - (size_t)cb);
         if (o.oom) {
             free(o.p);

@@ -213,33 +213,19 @@ oom:
     return -1;
 }
 
-/* ---- string builder ------------------------------------------------------------------------ */
-void mt_put(mt_buf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t nc = b->cap ? b->cap : 64;
-        while (nc < b->n + n + 1) nc *= 2;
-        char *np = realloc(b->p, nc);
-        if (!np) {
-            b->oom = 1;
-            return;
-        }
-        b->p = np, b->cap = nc;
-    }
-    if (n) memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
-
-void mt_puts(mt_buf *b, const char *s) { mt_put(b, s, strlen(s)); }
-void mt_putc(mt_buf *b, char c) { mt_put(b, &c, 1); }
-
-void mt_put_word(mt_buf *b, const char *s, size_t n) {
+/* ---- words into a string -------------------------------------------------------------------- */
+void mt_put_word(fl_sb *b, const char *s, size_t n) {
     if (b->n && n) {
         unsigned char prev = (unsigned char)b->p[b->n - 1], next = (unsigned char)s[0];
         if (prev < 0x80 && next < 0x80 && prev != ' ' && prev != '\n' && next != ' ' &&
             next != '\n' && !strchr(",.;:!?)", (char)next))
-            mt_putc(b, ' ');
+            fl_sb_putc(b, ' ');
     }
-    mt_put(b, s, n);
+    fl_sb_put(b, s, n);
+}
+
+void mt_insert_word(fl_sb *b, const char *s, size_t n, size_t at, const char *w) {
+    fl_sb_put(b, s, at);
+    mt_put_word(b, w, strlen(w));
+    mt_put_word(b, s + at, n - at);
 }

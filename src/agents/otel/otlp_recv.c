@@ -1,6 +1,6 @@
 /* Module agents/otel — OpenTelemetry spans as a second source of a case's events: otlp.c parses
  * OTLP/JSON, otlp_map.c turns spans into fl_events, otlp_store.c keeps spans by trace id (and
- * polls --otlp-file), httpd.c is the small HTTP server, and this file is the receiver and the
+ * polls --otlp-file), httpd.c is the HTTP server (libmicrohttpd), and this file is the receiver and the
  * per-case span source the campaign uses. Depends on protocol and target. API:
  * include/flare/agents/otlp.h, otlp_recv.h, httpd.h; docs/agents-otel.md.
  *
@@ -48,11 +48,18 @@ struct fl_otlp_src {
     atomic_long merged, bad;
 };
 
+/* FNV-1a of "trace/parent" with the hex digits in lower case (| 0x20), so that "AB" and "ab"
+ * name the same span. */
+static uint64_t hex_hash(uint64_t h, const char *s) {
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)(*s | 0x20);
+        h = fl_fnv1a(h, &c, 1);
+    }
+    return h;
+}
+
 static uint64_t pair_hash(const char *trace_id, const char *parent_id) {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a over "trace/parent", lower-case hex */
-    for (const char *p = trace_id; *p; p++) h = (h ^ (uint64_t)(unsigned char)(*p | 0x20)) * 1099511628211ull;
-    h = (h ^ '/') * 1099511628211ull;
-    for (const char *p = parent_id; *p; p++) h = (h ^ (uint64_t)(unsigned char)(*p | 0x20)) * 1099511628211ull;
+    uint64_t h = hex_hash(fl_fnv1a(hex_hash(FL_FNV_BASIS, trace_id), "/", 1), parent_id);
     return h | 1; /* 0 marks an empty ring slot */
 }
 
@@ -67,8 +74,7 @@ static char *status_json(int code, const char *msg) {
 }
 
 static void handle(const fl_http_req *rq, fl_http_resp *rs, fl_otlp_store *store, fl_otlp_src *src) {
-    size_t plen = strcspn(rq->path, "?");
-    if (plen != 10 || strncmp(rq->path, "/v1/traces", 10)) {
+    if (strcmp(rq->path, "/v1/traces")) { /* the path comes without its query string */
         rs->status = 404; /* gRPC NOT_FOUND */
         rs->body = status_json(5, "flare's OTLP receiver takes traces only: POST /v1/traces");
         return;

@@ -371,15 +371,14 @@ fl_status fl_spec_parse(const char *text, size_t len, const char *name, fl_spec 
     return FL_OK;
 }
 
+static fl_status parse_file(const uint8_t *buf, size_t len, const char *path, void *out,
+                            fl_err *e) {
+    return fl_spec_parse((const char *)buf, len, path, out, e);
+}
+
 fl_status fl_spec_load(const char *path, fl_spec **out, fl_err *e) {
-    uint8_t *buf;
-    size_t len;
     *out = NULL;
-    fl_status st = fl_file_read(path, &buf, &len, e);
-    if (st) return st;
-    st = fl_spec_parse((const char *)buf, len, path, out, e);
-    free(buf);
-    return st;
+    return fl_file_parse(path, parse_file, out, e);
 }
 
 static void free_names(int n, char **v) {

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/text.h"
 #include "flare/agents/http_target.h"
 #include "flare/agents/target.h"
 
@@ -35,10 +36,8 @@ struct fl_http {
     char *pointer;       /* RESP_POINTER: the JSON pointer */
     int retries, backoff_ms, timeout_ms;
     size_t max_bytes;
-    char *buf;           /* response body of the current case */
-    size_t len, cap;
+    fl_sb body;          /* response body of the current case (body.oom: memory ran out) */
     int over;            /* the body passed max_bytes */
-    int oom;             /* a realloc of buf failed */
     char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -49,34 +48,15 @@ void fl_http_opts_default(fl_http_opts *o) {
 }
 
 /* ---- the body ---------------------------------------------------------------------------- */
-typedef struct { char *p; size_t n, cap; int oom; } sbuf;
-
-static void sb_add(sbuf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1) cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->p = p, b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
-
 /* A cJSON value printed compactly; for strings without the quotes when bare. */
-static void sb_json(sbuf *b, cJSON *v, int bare) {
+static void sb_json(fl_sb *b, cJSON *v, int bare) {
     char *s = v ? cJSON_PrintUnformatted(v) : NULL;
     if (!s) {
         b->oom = 1;
     } else if (bare && cJSON_IsString(v)) {
-        sb_add(b, s + 1, strlen(s) - 2);
+        fl_sb_put(b, s + 1, strlen(s) - 2);
     } else {
-        sb_add(b, s, strlen(s));
+        fl_sb_put(b, s, strlen(s));
     }
     free(s);
     cJSON_Delete(v);
@@ -92,20 +72,20 @@ static cJSON *turn_string(const char *s) {
 
 char *fl_http_body(const char *tmpl, const fl_case *c) {
     if (!tmpl) return fl_case_to_json(c);
-    sbuf b = {0};
+    fl_sb b = {0};
     const char *p = tmpl;
     for (;;) {
         const char *open = strstr(p, "{{");
         if (!open) break;
-        sb_add(&b, p, (size_t)(open - p));
+        fl_sb_put(&b, p, (size_t)(open - p));
         const char *name = open + 2, *close = strstr(name, "}}");
         size_t k = close ? (size_t)(close - name) : 0;
 #define IS(s) (close && k == sizeof(s) - 1 && !memcmp(name, s, k))
         if (IS("input")) {
-            sbuf in = {0};
+            fl_sb in = {0};
             for (int i = 0; i < c->n_turns; i++) {
-                if (i) sb_add(&in, "\n", 1);
-                sb_add(&in, c->turns[i], strlen(c->turns[i]));
+                if (i) fl_sb_put(&in, "\n", 1);
+                fl_sb_put(&in, c->turns[i], strlen(c->turns[i]));
             }
             sb_json(&b, in.oom ? NULL : turn_string(in.p ? in.p : ""), 1);
             b.oom |= in.oom;
@@ -124,7 +104,7 @@ char *fl_http_body(const char *tmpl, const fl_case *c) {
             sb_json(&b, a, 0);
         } else if (IS("request")) {
             char *r = fl_case_to_json(c);
-            if (r) sb_add(&b, r, strlen(r));
+            if (r) fl_sb_put(&b, r, strlen(r));
             else b.oom = 1;
             free(r);
         } else if (IS("id")) {
@@ -134,16 +114,16 @@ char *fl_http_body(const char *tmpl, const fl_case *c) {
         } else if (IS("seed")) {
             char num[32];
             snprintf(num, sizeof num, "%llu", (unsigned long long)c->seed);
-            sb_add(&b, num, strlen(num));
+            fl_sb_put(&b, num, strlen(num));
         } else {
-            sb_add(&b, "{{", 2); /* not ours: kept, and scanning goes on after it */
+            fl_sb_put(&b, "{{", 2); /* not ours: kept, and scanning goes on after it */
             p = name;
             continue;
         }
 #undef IS
         p = close + 2;
     }
-    sb_add(&b, p, strlen(p));
+    fl_sb_put(&b, p, strlen(p));
     if (b.oom) {
         free(b.p);
         return NULL;
@@ -194,21 +174,12 @@ static void global_init(void) { g_init = curl_global_init(CURL_GLOBAL_DEFAULT); 
 static size_t on_body(char *p, size_t size, size_t n, void *user) {
     fl_http *h = user;
     size_t k = size * n;
-    if (h->len + k > h->max_bytes) {
+    if (h->body.n + k > h->max_bytes) {
         h->over = 1;
         return 0; /* abort the transfer: CURLE_WRITE_ERROR */
     }
-    if (h->len + k + 1 > h->cap) {
-        size_t cap = h->cap ? h->cap : 16384;
-        while (cap < h->len + k + 1) cap *= 2;
-        char *nb = realloc(h->buf, cap);
-        if (!nb) return h->oom = 1, 0;
-        h->buf = nb, h->cap = cap;
-    }
-    memcpy(h->buf + h->len, p, k);
-    h->len += k;
-    h->buf[h->len] = 0;
-    return k;
+    fl_sb_put(&h->body, p, k);
+    return h->body.oom ? 0 : k;
 }
 
 fl_status fl_http_new(const fl_http_opts *o, int timeout_ms, size_t max_bytes, fl_http **out,
@@ -283,7 +254,7 @@ void fl_http_free(fl_http *h) {
     free(h->url);
     free(h->tmpl);
     free(h->pointer);
-    free(h->buf);
+    free(h->body.p);
     free(h);
 }
 
@@ -303,7 +274,7 @@ static fl_status feed_value(fl_trace *tr, const cJSON *v, double ms, int *done) 
 }
 
 static fl_status parse_lines(fl_http *h, fl_trace *tr, double ms, int *done) {
-    for (char *p = h->buf; p && *p;) {
+    for (char *p = h->body.p; p && *p;) {
         char *nl = strchr(p, '\n');
         size_t k = nl ? (size_t)(nl - p) : strlen(p);
         int d = 0;
@@ -318,7 +289,7 @@ static fl_status parse_lines(fl_http *h, fl_trace *tr, double ms, int *done) {
 static fl_status parse_body(fl_http *h, fl_trace *tr, double ms) {
     int done = 0;
     fl_status st = FL_OK;
-    const char *b = h->buf ? h->buf : "";
+    const char *b = h->body.p ? h->body.p : "";
     b += strspn(b, " \t\r\n");
     if (h->mode == RESP_POINTER) {
         cJSON *j = cJSON_ParseWithLength(b, strlen(b));
@@ -386,7 +357,10 @@ fl_status fl_http_run(fl_http *h, const fl_case *c, fl_trace *tr, fl_err *e) {
     CURLcode rc;
     int tries = 0, wait = h->backoff_ms;
     for (;;) {
-        h->len = 0, h->over = 0, h->oom = 0, h->errbuf[0] = 0;
+        /* the last case's body is emptied, not just forgotten: a response without a body
+         * must not read it */
+        h->body.n = 0, h->body.oom = 0, h->over = 0, h->errbuf[0] = 0;
+        if (h->body.p) h->body.p[0] = 0;
         rc = curl_easy_perform(h->curl);
         int refused = rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST;
         if (!refused || tries++ >= h->retries) break;
@@ -394,7 +368,7 @@ fl_status fl_http_run(fl_http *h, const fl_case *c, fl_trace *tr, fl_err *e) {
         wait *= 2;
     }
     tr->ms = 1000 * (fl_now() - t0);
-    tr->bytes = h->len;
+    tr->bytes = h->body.n;
     long status = 0;
     curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &status);
     curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, NULL);
@@ -404,7 +378,7 @@ fl_status fl_http_run(fl_http *h, const fl_case *c, fl_trace *tr, fl_err *e) {
 
     const char *why = h->errbuf[0] ? h->errbuf : curl_easy_strerror(rc);
     fl_status st = FL_OK;
-    if (h->oom) {
+    if (h->body.oom) {
         st = fl_fail(e, FL_ERR_NOMEM, "http target: out of memory for the response");
     } else if (h->over) {
         tr->exit = FL_EXIT_LIMIT;

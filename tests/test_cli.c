@@ -343,6 +343,8 @@ static void test_did_you_mean(void **state) {
            "did you mean /pool2/MaxPool_output_0?");
     expect(run(1, F "nn lrp -m %s -l /conv1/Conv_output_1x -o %s/i.json", lenet, tmp), 2,
            "did you mean /conv1/Conv_output_0?");
+    expect(run(1, F "nn quality --real a --fake b --features %s -l /relu2/Relu_outptu_0", lenet),
+           2, "did you mean /relu2/Relu_output_0?");
 }
 
 /* Every --help ends with two or three examples, and each example parses: it runs with

@@ -442,8 +442,13 @@ static void test_no_partial_outputs(void **state) {
     snprintf(path, sizeof path, "%s/camp", tmp);
     struct stat st;
     if (stat(path, &st) == 0) fail_msg("%s was created", path);
-    TU_NEED(have_data, "dataset-fashion-mnist (/usr/share/datasets/fashion-mnist)");
     const char *lenet = "tests/fixtures/cover/lenet1.onnx";
+    /* nn run whose input cannot be read: no --outdir folder */
+    snprintf(path, sizeof path, "%s/run_layers", tmp);
+    expect(run(1, F "nn run -m %s -i %s/none.npy -l all --outdir %s -o %s/run_y.npy", lenet, tmp,
+               path, tmp), 1, "none.npy");
+    if (stat(path, &st) == 0) fail_msg("%s was created", path);
+    TU_NEED(have_data, "dataset-fashion-mnist (/usr/share/datasets/fashion-mnist)");
     /* nn sa -o x.npy --grid bad/path.png: no x.npy */
     snprintf(path, sizeof path, "%s/sa.npy", tmp);
     expect(run(1, F "nn sa -k dsa -m %s -l /pool2/MaxPool_output_0 --train fashion-mnist:train "

@@ -87,7 +87,7 @@ int cmd_nn_run(const cli_opts *o) {
     fl_tensor x = {0};
     char **paths = NULL, *spec = NULL;
     char **names = NULL; /* the layers of every --layers value, in order */
-    int rc = CLI_FAIL, nl = 0, written = -1;
+    int rc = CLI_FAIL, nl = 0, written = -1, made_dir = 0;
     fl_threads_set((int)o->threads);
     if (o->given[F_scale] && fl_scale_parse(o->scale, &sc, &e) != FL_OK)
         return cli_usage(o->cmd, "--scale: %s", e.msg);
@@ -113,10 +113,6 @@ int cmd_nn_run(const cli_opts *o) {
             snprintf(uniq, sizeof uniq, "%s-%d", part, dup);
         }
     }
-    if (o->set[F_outdir] && mkdir(o->outdir, 0777) != 0 && errno != EEXIST) {
-        fl_fail(&e, FL_ERR_IO, "%s: cannot create directory: %s", o->outdir, strerror(errno));
-        goto out;
-    }
     /* A plain "DIR/x.npy" would make the data module look for labels in "DIR/y.npy"; nn run
      * needs no labels, and a stale y.npy (maybe the output of an earlier run) must not fail
      * it. The explicit "npy:" form reads just the images. */
@@ -133,6 +129,14 @@ int cmd_nn_run(const cli_opts *o) {
     if (fl_dataset_batch(d, 0, d->n, &x, &e) != FL_OK) goto out;
     if (fl_model_forward(m, &x, &e) != FL_OK) goto out;
 
+    /* --outdir is made only once there is something to put in it */
+    if (o->set[F_outdir]) {
+        if (mkdir(o->outdir, 0777) == 0) made_dir = 1;
+        else if (errno != EEXIST) {
+            fl_fail(&e, FL_ERR_IO, "%s: cannot create directory: %s", o->outdir, strerror(errno));
+            goto out;
+        }
+    }
     const fl_tensor *y = fl_model_output(m, 0);
     if (fl_npy_write_tensor(o->run_output, y, &e) != FL_OK) goto out;
     written = 0; /* files 0..written of the layers are in place; -o too */
@@ -157,6 +161,7 @@ out:
         unlink(o->run_output);
         for (int i = 0; i < written; i++) unlink(paths[i]);
     }
+    if (rc != CLI_OK && made_dir) rmdir(o->outdir); /* made by this run, emptied above */
 out_quiet:
     for (int i = 0; paths && i < nl; i++) free(paths[i]);
     for (int i = 0; names && i < nl; i++) free(names[i]);

@@ -163,7 +163,7 @@ for fz in none dfuzz lfuzz dlfuzz deepxplore; do
         line="none\t-\t$(acc "$model" fashion-mnist:test)"
     else
         model="$out/m-$fz.onnx"
-        $flare nn retrain -m "$out/m.onnx" -d fashion-mnist:train -x "$out/runs/$fz-st-dper" \
+        $flare nn retrain -m "$out/m.onnx" -d fashion-mnist:train --extra "$out/runs/$fz-st-dper" \
             -o "$model" -q > "$out/retrain-$fz.txt"
         line="$fz\t$(awk '/^clean test acc/ {print $4 "\t" $5}' "$out/retrain-$fz.txt")"
     fi

@@ -25,7 +25,7 @@ echo "== test adequacy: profile the training set, cover the test set, rank by su
     --data fashion-mnist:test --train fashion-mnist:train --important "$out/important.json" \
     --criteria nc:0.5,kmnc:1000,nbc,snac,tknc:3,tknp,idc,lsc,dsc >"$out/coverage.txt"
 sed -n '/^criterion/,/^$/p' "$out/coverage.txt"   # the summary; per-layer tables follow in the file
-"$flare" nn sa --kind dsa --model "$out/lenet5.onnx" --layer /relu4/Relu_output_0 \
+"$flare" nn sa --kind dsa --model "$out/lenet5.onnx" --layers /relu4/Relu_output_0 \
     --train fashion-mnist:train --test fashion-mnist:test --buckets 1000 \
     --grid "$out/surprising.png" -o "$out/dsa.npy"
 echo
@@ -36,7 +36,7 @@ echo "coverage per layer: $out/coverage.txt   10 most surprising test inputs: $o
 echo
 echo "== flare nn fuzz: a ${DEMO_NN_FUZZ_SECONDS:-30}-second DeepHunter campaign guided by KMNC =="
 rm -rf "$out/fuzz"   # a folder holding a campaign is only resumed (-i -), never overwritten
-"$flare" nn fuzz --model "$out/lenet5.onnx" --seeds fashion-mnist:test --select random -n 100 \
+"$flare" nn fuzz --model "$out/lenet5.onnx" --seeds fashion-mnist:test --select random -N 100 \
     --strategy deephunter --criterion kmnc:100 --profile "$out/profile.bin" -o "$out/fuzz" \
     -V "${DEMO_NN_FUZZ_SECONDS:-30}" -s 1
 echo "failures, seed next to mutant: $out/fuzz/failures.png"
@@ -50,6 +50,6 @@ rm -rf "$out/agents"   # a folder holding a campaign is only resumed (-i -), nev
 # hang waits the whole timeout (with -t 500, 36 hangs took 18 of the 20 s: 3 981 cases; with
 # -t 100, 13 430 cases and more features)
 "$flare" agents fuzz -i examples/agents/seeds -o "$out/agents" --spec examples/agents/spec.json \
-    -V "${DEMO_AGENTS_SECONDS:-20}" -s 1 -t 100 -- "$examples/taskforce"
+    -V "${DEMO_AGENTS_SECONDS:-20}" -s 1 -T 100 -- "$examples/taskforce"
 echo "replay the failing cases (exit 1 while any still fails):"
 echo "  $flare agents replay $out/agents/failures -- $examples/taskforce"

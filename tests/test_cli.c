@@ -4,6 +4,7 @@
  * The binary is $FLARE_BIN (tests/run.sh sets it; build/flare when unset). Everything is
  * written under a fresh temporary directory, removed at the end. */
 #include <ftw.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,12 +25,32 @@ static const char required_[] = "required";
 static const struct {
     unsigned cmds;
     const char *name;
+    char shrt;
     const char *dflt;
 } flag_table[] = {
-#define FLAG(cmds_, FIELD, name_, short_, TYPE, dflt_, help_) {(cmds_), (name_), (dflt_)},
+#define FLAG(cmds_, FIELD, name_, short_, TYPE, dflt_, help_) {(cmds_), (name_), (short_), (dflt_)},
 #include "cli/flags.def"
 };
 enum { N_FLAGS = sizeof flag_table / sizeof flag_table[0] };
+/* ALIAS entries: the flag (index into flag_table) they are another spelling of */
+static const struct {
+    unsigned cmds;
+    int flag;
+    const char *name;
+    char shrt;
+} alias_table[] = {
+#define ALIAS(cmds_, FIELD, name_, short_) {(cmds_), F_##FIELD, (name_), (short_)},
+#include "cli/flags.def"
+    {0, -1, NULL, 0},
+};
+static const struct {
+    int cmd;
+    const char *args;
+} example_table[] = {
+#define EXAMPLE(ID, args_, comment_) {CMD_##ID, (args_)},
+#include "cli/flags.def"
+    {-1, NULL},
+};
 static const char *const cmd_names[CMD_COUNT_] = {
 #define COMMAND(ID, group, verb, handler, summary) [CMD_##ID] = group " " verb,
 #include "cli/flags.def"
@@ -205,6 +226,161 @@ static void test_required_flags(void **state) {
         }
 }
 
+/* ---- one vocabulary (docs/cli.md, "One meaning per flag") ------------------------------------ */
+/* The entry command c reaches with short form ch (its own or an alias's), or -1. */
+static int short_entry(int c, char ch) {
+    for (int i = 0; i < N_FLAGS; i++)
+        if (((flag_table[i].cmds >> c) & 1) && flag_table[i].shrt == ch) return i;
+    for (int a = 0; alias_table[a].name; a++)
+        if (((alias_table[a].cmds >> c) & 1) && alias_table[a].shrt == ch) return alias_table[a].flag;
+    return -1;
+}
+
+/* Does entry i, in command c, answer to --name? */
+static int entry_named(int i, int c, const char *name) {
+    if (!strcmp(flag_table[i].name, name)) return 1;
+    for (int a = 0; alias_table[a].name; a++)
+        if (alias_table[a].flag == i && ((alias_table[a].cmds >> c) & 1) &&
+            !strcmp(alias_table[a].name, name))
+            return 1;
+    return 0;
+}
+
+/* Rule 1: a short form means one word everywhere: the entries -x reaches in the commands
+ * that have it all answer to one common --name. Rule 2: a long name that is a flag's own has
+ * the same short form (or none) in every command. Aliases keep old spellings; they obey
+ * rule 1 (an alias's short form is that word's everywhere). */
+static void test_vocabulary(void **state) {
+    for (int ch = 1; ch < 128; ch++) {
+        int first = -1, first_cmd = -1;
+        for (int c = 0; c < CMD_COUNT_; c++) {
+            int i = short_entry(c, (char)ch);
+            if (i < 0) continue;
+            if (first < 0) {
+                first = i, first_cmd = c;
+                continue;
+            }
+            /* some name of the first entry is also a name of this one */
+            int common = entry_named(i, c, flag_table[first].name);
+            for (int a = 0; !common && alias_table[a].name; a++)
+                if (alias_table[a].flag == first && ((alias_table[a].cmds >> first_cmd) & 1))
+                    common = entry_named(i, c, alias_table[a].name);
+            if (!common)
+                fail_msg("-%c is --%s in %s but --%s in %s", ch, flag_table[first].name,
+                         cmd_names[first_cmd], flag_table[i].name, cmd_names[c]);
+        }
+    }
+    for (int i = 0; i < N_FLAGS; i++)
+        for (int j = i + 1; j < N_FLAGS; j++)
+            if (!strcmp(flag_table[i].name, flag_table[j].name) &&
+                flag_table[i].shrt != flag_table[j].shrt)
+                fail_msg("--%s has short form '%c' in one command and '%c' in another",
+                         flag_table[i].name, flag_table[i].shrt ? flag_table[i].shrt : '0',
+                         flag_table[j].shrt ? flag_table[j].shrt : '0');
+    /* the rules' consequences, as a user sees them */
+    expect(run(1, F "agents run -t 5 c.json -- true"), 2, "did you mean -T (--timeout)");
+    expect(run(1, F "nn fuzz -m m.onnx -i a -o b -t x"), 2, "--threads");
+    expect(run(1, F "nn select -m m.onnx -o s.npy -n x"), 2, "--limit");
+    expect(run(1, F "nn sa -k lsa --layer a --help"), 0, "(also --layer)");
+}
+
+/* nn run --layers takes what the other commands take: all, conv+dense, NAME,NAME, and
+ * repeats; --layer, its old name, still works. The fixture model, random images. */
+static void test_run_layer_sets(void **state) {
+    const char *lenet = "tests/fixtures/cover/lenet1.onnx";
+    int64_t shp[4] = {2, 1, 28, 28};
+    fl_tensor x = {0};
+    assert_int_equal(fl_tensor_alloc(&x, 4, shp), FL_OK);
+    for (int64_t i = 0; i < x.size; i++) x.data[i] = (float)(i % 17) / 17;
+    char in[128], dir[128], path[256];
+    fl_err e = {0};
+    snprintf(in, sizeof in, "%s/rl.npy", tmp);
+    assert_int_equal(fl_npy_write_tensor(in, &x, &e), FL_OK);
+    fl_tensor_free(&x);
+    snprintf(dir, sizeof dir, "%s/rl_all", tmp);
+    expect(run(1, F "nn run -m %s -i %s -l all --outdir %s -o %s/rl_y.npy", lenet, in, dir, tmp),
+           0, "wrote");
+    static const char *const every[] = {"conv1_Conv_output_0", "relu1_Relu_output_0",
+                                        "pool2_MaxPool_output_0", "logits"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s.npy", dir, every[i]);
+        if (!file_exists(path)) fail_msg("-l all did not write %s", path);
+    }
+    snprintf(dir, sizeof dir, "%s/rl_two", tmp);
+    expect(run(1, F "nn run -m %s -i %s --layers /conv1/Conv_output_0,/relu2/Relu_output_0 "
+                    "--layer /pool1/MaxPool_output_0 --outdir %s -o %s/rl_y.npy", lenet, in, dir,
+               tmp), 0, "pool1_MaxPool_output_0");
+    static const char *const two[] = {"conv1_Conv_output_0", "relu2_Relu_output_0",
+                                      "pool1_MaxPool_output_0"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s.npy", dir, two[i]);
+        if (!file_exists(path)) fail_msg("NAME,NAME did not write %s", path);
+    }
+    snprintf(path, sizeof path, "%s/relu1_Relu_output_0.npy", dir);
+    assert_false(file_exists(path)); /* only what was asked for */
+}
+
+/* Typos: the closest command, group or flag is suggested; a far-off word gets no guess. */
+static void test_did_you_mean(void **state) {
+    expect(run(1, F "nn trian"), 2, "did you mean 'flare nn train'?");
+    expect(run(1, F "agnets run"), 2, "did you mean 'agents'?");
+    expect(run(1, F "nn train --epoch 3"), 2, "did you mean --epochs?");
+    expect(run(1, F "nn cover --crtieria nc"), 2, "did you mean --criteria?");
+    expect(run(1, F "agents fuzz --max-exec 3"), 2, "did you mean --max-execs?");
+    expect(run(1, F "nn train -a lnet5 -o m.onnx"), 2, "did you mean lenet5?"); /* a value */
+    res r = run(1, F "nn train --zzzzzz 3");
+    if (strstr(r.out, "did you mean")) fail_msg("a guess for --zzzzzz:\n%s", r.out);
+    expect(r, 2, "unknown flag --zzzzzz");
+    r = run(1, F "nn frobnicate");
+    if (strstr(r.out, "did you mean")) fail_msg("a guess for frobnicate:\n%s", r.out);
+    expect(r, 2, "unknown command");
+    /* layer names, checked before any data is read (the fixture model, no dataset needed) */
+    const char *lenet = "tests/fixtures/cover/lenet1.onnx";
+    r = run(1, F "nn sa -k dsa -m %s -l /pool2/MaxPool_outptu_0 --train a --test b", lenet);
+    assert_contains(r.out, "lenet1.onnx has no layer");
+    expect(r, 2, "did you mean /pool2/MaxPool_output_0?");
+    expect(run(1, F "nn cover -m %s -l /pool2/MaxPol_output_0 -n 1", lenet), 2,
+           "did you mean /pool2/MaxPool_output_0?");
+    expect(run(1, F "nn lrp -m %s -l /conv1/Conv_output_1x -o %s/i.json", lenet, tmp), 2,
+           "did you mean /conv1/Conv_output_0?");
+    expect(run(1, F "nn quality --real a --fake b --features %s -l /relu2/Relu_outptu_0", lenet),
+           2, "did you mean /relu2/Relu_output_0?");
+}
+
+/* Every --help ends with two or three examples, and each example parses: it runs with
+ * --help added before any `--` (parsing stops at --help after checking what came before). */
+static void test_help_examples(void **state) {
+    for (int c = 0; c < CMD_COUNT_; c++) {
+        int n = 0;
+        for (int x = 0; example_table[x].args; x++) {
+            if (example_table[x].cmd != c) continue;
+            n++;
+            char args[512];
+            const char *dd = strstr(example_table[x].args, " -- ");
+            if (dd)
+                snprintf(args, sizeof args, "%.*s --help%s", (int)(dd - example_table[x].args),
+                         example_table[x].args, dd);
+            else
+                snprintf(args, sizeof args, "%s --help", example_table[x].args);
+            res r = run(1, F "%s %s", cmd_names[c], args);
+            if (r.rc != 0) fail_msg("example of %s does not parse: %s\n%s", cmd_names[c], args, r.out);
+            free(r.out);
+        }
+        if (n < 2 || n > 3) fail_msg("%s has %d examples", cmd_names[c], n);
+        res h = run(0, F "%s --help", cmd_names[c]);
+        const char *ex = strstr(h.out, "\nexamples:\n");
+        if (!ex) fail_msg("%s --help has no examples", cmd_names[c]);
+        char want[64];
+        snprintf(want, sizeof want, "\n  flare %s ", cmd_names[c]);
+        assert_contains(ex, want);
+        free(h.out);
+    }
+    /* every missing required flag in one message */
+    expect(run(1, F "nn train"), 2, "missing required flags --arch, --output");
+    expect(run(1, F "nn sa -k lsa -m m.onnx"), 2, "missing: --layers, --train, --test");
+    expect(run(1, F "nn sa -k lsa --test-ats a"), 2, "--train-ats, --train-pred, --test-pred are missing");
+}
+
 /* ---- runtime errors: exit 1, "flare: <library message>" ------------------------------------- */
 static void test_runtime_errors(void **state) {
     res r = run(1, F "nn info --model %s/missing.onnx", tmp);
@@ -220,6 +396,228 @@ static void test_runtime_errors(void **state) {
     expect(run(1, F "nn info --model %s", bad), 1, "garbage.onnx");
     expect(run(1, F "nn train --arch mlp --data %s/nodata -o %s/m.onnx -s 1", tmp, tmp), 1,
            "nodata");
+}
+
+/* An output that cannot be written is reported as the user typed it ("parent folder ... does
+ * not exist", "... is a directory"), never as the temporary file flare writes first, and
+ * before any data is read. */
+static void test_output_paths(void **state) {
+    const char *lenet = "tests/fixtures/cover/lenet1.onnx";
+    res r = run(1, F "nn run -m %s -i %s/none.npy -o %s/nodir/y.npy", lenet, tmp, tmp);
+    if (strstr(r.out, ".tmp.")) fail_msg("a temporary file name:\n%s", r.out);
+    expect(r, 1, "y.npy: parent folder");
+    r = run(1, F "nn run -m %s -i %s/none.npy -o %s", lenet, tmp, tmp);
+    expect(r, 1, " is a directory");
+    r = run(1, F "nn train -a mlp -d %s/nodata -o %s/nodir/m.onnx", tmp, tmp);
+    assert_contains(r.out, "does not exist");
+    expect(r, 1, "nodir/m.onnx: parent folder");
+    expect(run(1, F "nn lrp -m %s -d %s/nodata -o %s/nodir/i.json", lenet, tmp, tmp), 1,
+           "i.json: parent folder");
+    expect(run(1, F "nn profile -m %s -d %s/nodata -o %s/", lenet, tmp, tmp), 1,
+           "is a directory");
+}
+
+/* An input that does not fit the model: the error names the model file. */
+static void test_shape_errors_name_model(void **state) {
+    int64_t shp[4] = {2, 1, 20, 20};
+    fl_tensor x = {0};
+    fl_err e = {0};
+    assert_int_equal(fl_tensor_alloc(&x, 4, shp), FL_OK);
+    char in[128];
+    snprintf(in, sizeof in, "%s/small.npy", tmp);
+    assert_int_equal(fl_npy_write_tensor(in, &x, &e), FL_OK);
+    fl_tensor_free(&x);
+    res r = run(1, F "nn run -m tests/fixtures/cover/lenet1.onnx -i %s -o %s/small_y.npy", in, tmp);
+    assert_contains(r.out, "expects shape");
+    expect(r, 1, "flare: tests/fixtures/cover/lenet1.onnx: input 'input'");
+}
+
+/* A command that fails leaves no partial outputs. */
+static void test_no_partial_outputs(void **state) {
+    char dir[128], path[256];
+    /* agents fuzz with an empty seed folder: no output folder */
+    snprintf(dir, sizeof dir, "%s/noseeds", tmp);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    expect(run(1, F "agents fuzz -i %s -o %s/camp -E 1 -- true", dir, tmp), 1, "no seed files");
+    snprintf(path, sizeof path, "%s/camp", tmp);
+    struct stat st;
+    if (stat(path, &st) == 0) fail_msg("%s was created", path);
+    const char *lenet = "tests/fixtures/cover/lenet1.onnx";
+    /* nn run whose input cannot be read: no --outdir folder */
+    snprintf(path, sizeof path, "%s/run_layers", tmp);
+    expect(run(1, F "nn run -m %s -i %s/none.npy -l all --outdir %s -o %s/run_y.npy", lenet, tmp,
+               path, tmp), 1, "none.npy");
+    if (stat(path, &st) == 0) fail_msg("%s was created", path);
+    TU_NEED(have_data, "dataset-fashion-mnist (/usr/share/datasets/fashion-mnist)");
+    /* nn sa -o x.npy --grid bad/path.png: no x.npy */
+    snprintf(path, sizeof path, "%s/sa.npy", tmp);
+    expect(run(1, F "nn sa -k dsa -m %s -l /pool2/MaxPool_output_0 --train fashion-mnist:train "
+                    "--test fashion-mnist:test -n 50 -o %s --grid %s/bad/path.png", lenet, path,
+               tmp), 1, "bad/path.png: parent folder");
+    assert_false(file_exists(path));
+    /* nn select whose grid cannot be written (a folder in its place): no .npy files */
+    snprintf(dir, sizeof dir, "%s/sel", tmp);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    snprintf(path, sizeof path, "%s/s.png", dir);
+    assert_int_equal(mkdir(path, 0755), 0);
+    expect(run(1, F "nn select -m %s -d fashion-mnist:test -n 50 -N 5 -o %s/s.npy", lenet, dir), 1,
+           "s.png is a directory");
+    snprintf(path, sizeof path, "%s/s.npy", dir);
+    assert_false(file_exists(path));
+    snprintf(path, sizeof path, "%s/s.idx.npy", dir);
+    assert_false(file_exists(path));
+}
+
+/* nn select's grid is labelled as fl_grid_label says (index, true and predicted class by
+ * name; nn sa --grid uses the same function): the PNG equals one drawn here with those
+ * labels from the selected images and the model's predictions. */
+static void test_grid_labels(void **state) {
+    TU_NEED(have_data, "dataset-fashion-mnist (/usr/share/datasets/fashion-mnist)");
+    const char *L = "tests/fixtures/cover/lenet1.onnx";
+    char out[160], p[200];
+    snprintf(out, sizeof out, "%s/g.npy", tmp);
+    expect(run(1, F "nn select -m %s -d fashion-mnist:test --limit 60 --number 6 -o %s -q", L, out), 0, NULL);
+    fl_err e = {0};
+    fl_model *m;
+    fl_dataset *d;
+    fl_tensor x = {0};
+    fl_npy idx;
+    assert_int_equal(fl_onnx_load(L, &m, &e), FL_OK);
+    assert_int_equal(fl_dataset_load("fashion-mnist:test", NULL, 60, &d, &e), FL_OK);
+    assert_int_equal(fl_npy_read_tensor(out, &x, &e), FL_OK);
+    snprintf(p, sizeof p, "%s/g.idx.npy", tmp);
+    assert_int_equal(fl_npy_read(p, &idx, &e), FL_OK);
+    assert_int_equal(fl_model_forward(m, &x, &e), FL_OK);
+    const fl_tensor *z = fl_model_output(m, 0);
+    char text[6][160];
+    const char *labels[6];
+    for (int i = 0; i < 6; i++) {
+        int best = 0;
+        for (int k = 1; k < z->shape[1]; k++)
+            if (z->data[i * z->shape[1] + k] > z->data[i * z->shape[1] + best]) best = k;
+        int64_t j = ((int64_t *)idx.data)[i];
+        fl_grid_label(d, j, best, NULL, text[i], sizeof text[i]);
+        labels[i] = text[i];
+        char want[64];
+        snprintf(want, sizeof want, "#%lld\n%s\n->", (long long)j, d->class_names[d->y[j]]);
+        assert_memory_equal(text[i], want, strlen(want));
+    }
+    snprintf(p, sizeof p, "%s/g.want.png", tmp);
+    assert_int_equal(fl_image_grid_write_scaled(p, x.data, 6, 1, 28, 28, 6, labels, &d->scale, &e),
+                     FL_OK);
+    res r = run(0, "cmp %s %s/g.png && echo same", p, tmp);
+    expect(r, 0, "same");
+    fl_npy_free(&idx);
+    fl_tensor_free(&x);
+    fl_dataset_free(d);
+    fl_model_free(m);
+}
+
+/* nn cover's text output says which layer and bounds lsc / dsc used (chosen or given). */
+static void test_cover_text(void **state) {
+    TU_NEED(have_data, "dataset-fashion-mnist (/usr/share/datasets/fashion-mnist)");
+    res r = run(0, F "nn cover -m tests/fixtures/cover/lenet1.onnx -c lsc:10,dsc:20::0:5 "
+                     "-l /relu2/Relu_output_0 --train fashion-mnist:train -n 50 -q");
+    assert_contains(r.out, "lsc:10: layer /relu2/Relu_output_0 (12 neurons), 10 buckets over [");
+    assert_contains(r.out, "(bounds from 1000 training inputs' SA)");
+    expect(r, 0, "dsc:20::0:5: layer /relu2/Relu_output_0 (12 neurons), 20 buckets over [0, 5]\n");
+    r = run(0, F "nn cover -m tests/fixtures/cover/lenet1.onnx -c dsc -l /relu2/Relu_output_0 "
+                 "--train fashion-mnist:train -n 50 -q --json");
+    cJSON *j = parse_json(r.out);
+    const cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "criteria"), 0);
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(c0, "detail");
+    assert_true(cJSON_IsString(d));
+    assert_contains(d->valuestring, "layer /relu2/Relu_output_0");
+    cJSON_Delete(j);
+    free(r.out);
+}
+
+/* nn eval: a class with no images says "no images" (null in JSON), not an accuracy of 0. */
+static void test_eval_empty_classes(void **state) {
+    TU_NEED(have_data, "dataset-fashion-mnist (/usr/share/datasets/fashion-mnist)");
+    /* the first 3 test images are of classes 9, 2 and 1 */
+    res r = run(0, F "nn eval -m tests/fixtures/cover/lenet1.onnx -n 3");
+    assert_contains(r.out, "T-shirt/top");
+    if (!strstr(r.out, "0  T-shirt/top") || !strstr(strstr(r.out, "0  T-shirt/top"), "no images"))
+        fail_msg("class 0 has no images:\n%s", r.out);
+    expect(r, 0, "Ankle boot");
+    r = run(0, F "nn eval -m tests/fixtures/cover/lenet1.onnx -n 3 --json");
+    cJSON *j = parse_json(r.out);
+    const cJSON *cls = cJSON_GetObjectItemCaseSensitive(j, "classes");
+    assert_true(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(cls, 0), "accuracy")));
+    assert_true(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(cls, 9), "accuracy")));
+    cJSON_Delete(j);
+    free(r.out);
+}
+
+/* nn info shows a symbolic dimension by the name the file declares, in inputs and outputs
+ * (here the fixture's "N"s, renamed "B" and "M" in place: same length, so no protobuf length
+ * changes). */
+static void test_info_symbolic_dims(void **state) {
+    uint8_t *buf;
+    size_t len;
+    fl_err e = {0};
+    assert_int_equal(fl_file_read("tests/fixtures/cover/lenet1.onnx", &buf, &len, &e), FL_OK);
+    static const char dim[] = "\x12\x01N\n\x02\x08\x01"; /* dim_param "N", then dim 1 */
+    uint8_t *at = NULL;
+    for (size_t i = 0; i + sizeof dim - 1 <= len && !at; i++)
+        if (!memcmp(buf + i, dim, sizeof dim - 1)) at = buf + i;
+    assert_non_null(at);
+    at[2] = 'B';
+    static const char odim[] = "\x12\x01N\n\x02\x08\x0a"; /* the output's: [N,10] */
+    at = NULL;
+    for (size_t i = 0; i + sizeof odim - 1 <= len && !at; i++)
+        if (!memcmp(buf + i, odim, sizeof odim - 1)) at = buf + i;
+    assert_non_null(at);
+    at[2] = 'M';
+    char path[128];
+    snprintf(path, sizeof path, "%s/named.onnx", tmp);
+    assert_int_equal(fl_file_write_atomic(path, buf, len, &e), FL_OK);
+    free(buf);
+    res t = run(0, F "nn info -m %s", path);
+    assert_contains(t.out, "output  logits [M,10]");
+    expect(t, 0, "input   input [B,1,28,28]");
+    res r = run(0, F "nn info -m %s --json", path);
+    cJSON *j = parse_json(r.out);
+    const cJSON *in = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "inputs"), 0);
+    const cJSON *names = cJSON_GetObjectItemCaseSensitive(in, "dim_names");
+    assert_string_equal(cJSON_GetArrayItem(names, 0)->valuestring, "B");
+    assert_true(cJSON_IsNull(cJSON_GetArrayItem(names, 1)));
+    const cJSON *out = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "outputs"), 0);
+    names = cJSON_GetObjectItemCaseSensitive(out, "dim_names");
+    assert_string_equal(cJSON_GetArrayItem(names, 0)->valuestring, "M");
+    assert_int_equal(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(out, "shape"), 1)->valueint, 10);
+    cJSON_Delete(j);
+    free(r.out);
+}
+
+/* -q means one thing everywhere: stderr is silent (no notes, progress or status) unless
+ * something fails, and stdout, the results, is the same with and without it. */
+static void test_quiet(void **state) {
+    TU_NEED(have_data, "dataset-fashion-mnist (/usr/share/datasets/fashion-mnist)");
+    const char *L = "tests/fixtures/cover/lenet1.onnx";
+    char cmds[8][512];
+    int n = 0;
+    snprintf(cmds[n++], 512, "nn info -m %s", L);
+    snprintf(cmds[n++], 512, "nn eval -m %s -n 50", L);
+    snprintf(cmds[n++], 512, "nn run -m %s -i fashion-mnist:test -n 5 -l all --outdir %s/q -o %s/q.npy", L, tmp, tmp);
+    snprintf(cmds[n++], 512, "nn sa -k dsa -m %s -l /pool2/MaxPool_output_0 --train fashion-mnist:train "
+             "--test fashion-mnist:test -n 50 --buckets 10", L);
+    snprintf(cmds[n++], 512, "nn lrp -m %s -n 50 -o %s/q.json", L, tmp);
+    snprintf(cmds[n++], 512, "nn select -m %s -d fashion-mnist:test -n 50 -N 5 -o %s/qs.npy", L, tmp);
+    snprintf(cmds[n++], 512, "nn profile -m %s -n 50 -o %s/q.prof", L, tmp);
+    snprintf(cmds[n++], 512, "nn cover -m %s -n 50 -p %s/q.prof", L, tmp);
+    for (int i = 0; i < n; i++) {
+        res loud = run(0, F "%s", cmds[i]);
+        res quiet = run(0, F "%s -q", cmds[i]);
+        res err = run(0, "{ " F "%s -q 2>&1 >/dev/null; }", cmds[i]);
+        if (loud.rc || quiet.rc) fail_msg("%s: exit %d / %d", cmds[i], loud.rc, quiet.rc);
+        if (!quiet.out[0]) fail_msg("%s -q printed no results", cmds[i]);
+        if (strcmp(loud.out, quiet.out))
+            fail_msg("%s: stdout differs with -q:\n%s\n--- -q:\n%s", cmds[i], loud.out, quiet.out);
+        if (err.out[0]) fail_msg("%s -q wrote to stderr:\n%s", cmds[i], err.out);
+        free(loud.out), free(quiet.out), free(err.out);
+    }
 }
 
 /* ---- the round trip -------------------------------------------------------------------------- */
@@ -293,6 +691,66 @@ static void test_train_reproducible_with_bar(void **state) {
     char stats[128];
     snprintf(stats, sizeof stats, "%s/again.stats.jsonl", tmp); /* the default stats path */
     assert_true(file_exists(stats));
+}
+
+/* Ctrl-C in nn train: it says so, exits 130, writes the model of the last finished epoch (its
+ * accuracy is the one the stats file recorded for that epoch) and closes the stats file with
+ * an "interrupted" end line. */
+static void test_train_ctrl_c(void **state) {
+    TU_NEED(have_data, "dataset-fashion-mnist (/usr/share/datasets/fashion-mnist)");
+    char m[128], stats[128], log[128];
+    snprintf(m, sizeof m, "%s/int.onnx", tmp);
+    snprintf(stats, sizeof stats, "%s/int.stats.jsonl", tmp);
+    snprintf(log, sizeof log, "%s/int.log", tmp);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        FILE *f = freopen(log, "w", stdout);
+        if (!f || dup2(fileno(stdout), 2) < 0) _exit(99);
+        execl(getenv("FLARE_BIN"), "flare", "nn", "train", "-a", "mlp", "-n", "2000", "-e",
+              "100000", "-s", "1", "-t", "1", "-o", m, (char *)NULL);
+        _exit(98);
+    }
+    /* wait for two finished epochs, then interrupt the third */
+    int epochs = 0;
+    for (int tries = 0; tries < 1200 && epochs < 2; tries++) {
+        usleep(50000);
+        uint8_t *buf;
+        size_t len;
+        fl_err e = {0};
+        if (fl_file_read(stats, &buf, &len, &e) != FL_OK) continue;
+        epochs = 0;
+        for (size_t i = 0; i + 15 < len; i++) epochs += !memcmp(buf + i, "\"event\":\"epoch\"", 15);
+        free(buf);
+    }
+    assert_true(epochs >= 2);
+    assert_int_equal(kill(pid, SIGINT), 0);
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 130);
+    res r = run(0, "cat %s", log);
+    assert_contains(r.out, "stopped by Ctrl-C during epoch");
+    free(r.out);
+    /* the stats file: its last line is the end, naming the epochs kept */
+    r = run(0, "tail -n 1 %s", stats);
+    cJSON *end = parse_json(r.out);
+    free(r.out);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(end, "event")->valuestring, "end");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(end, "interrupted")));
+    int kept = (int)num(end, "epochs_done");
+    r = run(0, "grep -c '\"event\":\"epoch\"' %s", stats);
+    assert_int_equal(atoi(r.out), kept);
+    free(r.out);
+    double want = num(end, "test_acc"); /* the last finished epoch's */
+    cJSON_Delete(end);
+    assert_true(file_exists(m));
+    r = run(0, F "nn eval -m %s -n 2000 --json", m);
+    assert_int_equal(r.rc, 0);
+    cJSON *ev = parse_json(r.out);
+    assert_float_equal(num(ev, "accuracy"), want, 1e-12);
+    cJSON_Delete(ev);
+    free(r.out);
 }
 
 static void test_info(void **state) {
@@ -477,9 +935,22 @@ int main(void) {
         cmocka_unit_test(test_arch_choices_match_zoo),
         cmocka_unit_test(test_usage_errors),
         cmocka_unit_test(test_required_flags),
+        cmocka_unit_test(test_vocabulary),
+        cmocka_unit_test(test_did_you_mean),
+        cmocka_unit_test(test_run_layer_sets),
+        cmocka_unit_test(test_help_examples),
         cmocka_unit_test(test_runtime_errors),
+        cmocka_unit_test(test_output_paths),
+        cmocka_unit_test(test_shape_errors_name_model),
+        cmocka_unit_test(test_no_partial_outputs),
+        cmocka_unit_test(test_quiet),
+        cmocka_unit_test(test_grid_labels),
+        cmocka_unit_test(test_cover_text),
+        cmocka_unit_test(test_eval_empty_classes),
+        cmocka_unit_test(test_info_symbolic_dims),
         cmocka_unit_test(test_train),
         cmocka_unit_test(test_train_reproducible_with_bar),
+        cmocka_unit_test(test_train_ctrl_c),
         cmocka_unit_test(test_info),
         cmocka_unit_test(test_eval),
         cmocka_unit_test(test_run),

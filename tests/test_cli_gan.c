@@ -1,7 +1,9 @@
 /* `flare gan train` driven as a user would: a short training with its files and output
  * lines, resume with the wrong seed, and data that does not fit the model (exit 1, nothing
  * written). Small NPY data made here; the binary is $FLARE_BIN (build/flare when unset). */
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -63,6 +65,64 @@ static void fixtures(void) {
     fl_model_free(m);
 }
 
+/* Ctrl-C as in nn train: it says so, exits 130 and writes the last finished epoch's
+ * generator. */
+static void test_gan_train_ctrl_c(void **state) {
+    (void)state;
+    char log[128], m[128], d[300], o[128], w[128];
+    snprintf(log, sizeof log, "%s/int.log", tmp);
+    snprintf(m, sizeof m, "%s/m.onnx", tmp);
+    snprintf(d, sizeof d, "npy:%s/c10-x.npy,%s/c10-y.npy", tmp, tmp);
+    snprintf(o, sizeof o, "%s/gi.onnx", tmp);
+    snprintf(w, sizeof w, "%s/gi.work", tmp);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        const char *bin = getenv("FLARE_BIN") ? getenv("FLARE_BIN") : "build/flare";
+        FILE *f = freopen(log, "w", stdout);
+        if (!f || dup2(fileno(stdout), 2) < 0) _exit(99);
+        execl(bin, "flare", "gan", "train", "-m", m, "-d", d, "-o", o, "-e", "100000", "-b", "16",
+              "--max-batches", "2", "-s", "5", "-t", "1", "--work-dir", w, (char *)NULL);
+        _exit(98);
+    }
+    int seen = 0; /* two finished epochs, then interrupt */
+    for (int tries = 0; tries < 1200 && !seen; tries++) {
+        usleep(50000);
+        uint8_t *buf;
+        size_t len;
+        fl_err e = {0};
+        if (fl_file_read(log, &buf, &len, &e) != FL_OK) continue;
+        buf = realloc(buf, len + 1);
+        buf[len] = 0;
+        seen = strstr((char *)buf, "2/100000  D") != NULL; /* the second epoch's line */
+        free(buf);
+    }
+    if (!seen) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        char *txt, cat[160];
+        snprintf(cat, sizeof cat, "cat %s", log);
+        FILE *p = popen(cat, "r");
+        txt = calloc(1, 8192);
+        if (p && txt) fread(txt, 1, 8191, p), pclose(p);
+        fail_msg("no second epoch in 60 s:\n%s", txt ? txt : "");
+    }
+    assert_int_equal(kill(pid, SIGINT), 0);
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 130);
+    assert_true(exists("gi.onnx"));
+    uint8_t *buf;
+    size_t len;
+    fl_err e = {0};
+    assert_int_equal(fl_file_read(log, &buf, &len, &e), FL_OK);
+    buf = realloc(buf, len + 1);
+    buf[len] = 0;
+    assert_non_null(strstr((char *)buf, "stopped by Ctrl-C: wrote the last finished epoch's"));
+    free(buf);
+}
+
 static void test_gan_train(void **state) {
     (void)state;
     char *out, args[1024];
@@ -86,7 +146,7 @@ static void test_gan_train(void **state) {
     assert_false(exists("g2.onnx"));
     free(out);
     /* gan fuzz with it: the nn fuzz folder, the suite budget */
-    snprintf(args, sizeof args, "gan fuzz -m %s/m.onnx -g %s/g.onnx --max-suite 5 -k 8 -o %s/f "
+    snprintf(args, sizeof args, "gan fuzz -m %s/m.onnx -g %s/g.onnx --max-suite 5 --cases 8 -o %s/f "
              "-s 1 -j 1", tmp, tmp, tmp);
     rc = flare(&out, args);
     if (rc != 0) fail_msg("gan fuzz exit %d:\n%s", rc, out);
@@ -123,6 +183,7 @@ int main(void) {
     fixtures();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gan_train),
+        cmocka_unit_test(test_gan_train_ctrl_c),
         cmocka_unit_test(test_gan_train_bad_data),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -864,7 +864,7 @@ static void test_commands(void **state) {
             tmp("cut.bin"), FIX, tmp("cut.bin"));
     expect(rc, out, 1, "truncated or corrupted profile");
     rc = tu_sh(&out, "\"$FLARE_BIN\" nn profile -m %slenet1.onnx -n 10 -o %s -l conv1", FIX, tmp("x.bin"));
-    expect(rc, out, 2, "no tensor named 'conv1'");
+    expect(rc, out, 2, "--layers conv1: tests/fixtures/cover/lenet1.onnx has no layer of that name; did you mean /conv1/Conv_output_0?");
 }
 
 /* Pad (here the attribute form of opset 10) only frames its input: not a layer of "all". */

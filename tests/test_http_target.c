@@ -510,7 +510,7 @@ static void test_campaign_example_server(void **state) {
     char cmd[4096];
     snprintf(cmd, sizeof cmd,
              "%s agents fuzz -i examples/agents/seeds -o %s/out --spec examples/agents/spec.json "
-             "-E 200 -t 2000 -s 1 -j 2 -q --target %s > %s/log 2>&1", flare, tmp, url, tmp);
+             "-E 200 -T 2000 -s 1 -j 2 -q --target %s > %s/log 2>&1", flare, tmp, url, tmp);
     int rc = system(cmd);
     char sub[1200];
     snprintf(sub, sizeof sub, "%s/out/failures/crash", tmp);

@@ -548,7 +548,7 @@ static void test_cli(void **state) {
     assert_int_equal(tu_sh(NULL, "%s nn quality --real %s --fake %s --features %s/none.onnx", bin,
                            real, other, dir), 1);
     assert_int_equal(tu_sh(&txt, "%s nn quality --real %s --fake %s --features %s -l nope", bin,
-                           real, other, model), 1);
+                           real, other, model), 2); /* an unknown --layers name: usage */
     assert_non_null(strstr(txt, "nope"));
     free(txt);
     fl_moments_free(&mr);

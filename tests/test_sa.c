@@ -878,7 +878,7 @@ static void test_cli(void **state) {
     /* Usage errors. */
     rc = tu_sh(&out, "\"$FLARE_BIN\" nn sa -k lsa --train-ats " FIX "train_ats.npy");
     assert_int_equal(rc, 2);
-    assert_non_null(strstr(out, "--train-pred is missing"));
+    assert_non_null(strstr(out, "--train-pred, --test-ats, --test-pred are missing")); /* all at once */
     free(out);
     rc = tu_sh(&out, "\"$FLARE_BIN\" nn sa -k lsa -m x.onnx " ATS);
     assert_int_equal(rc, 2);

@@ -465,7 +465,7 @@ static void test_cli(void **state) {
     assert_true(imp->n_inputs > 150 && imp->n_inputs <= 300);
     fl_important_free(imp);
     assert_int_equal(tu_sh(NULL, "%s nn select -m %s -d npy:%s,%s --train npy:%s,%s --strategy "
-                        "st-dper --important %s -n 6 -o %s",
+                        "st-dper --important %s -N 6 -o %s",
                         bin, p[6], p[2], p[3], p[0], p[1], p[4], p[5]), 0);
     fl_npy idx;
     char ip[200];
@@ -487,7 +487,7 @@ static void test_cli(void **state) {
     assert_int_equal(count[0], 2);
     assert_int_equal(count[1], 2);
     fl_npy_free(&idx);
-    assert_int_equal(tu_sh(NULL, "%s nn select -m %s -d npy:%s,%s --strategy kmst -n 5 --seed 2 "
+    assert_int_equal(tu_sh(NULL, "%s nn select -m %s -d npy:%s,%s --strategy kmst -N 5 --seed 2 "
                         "-o %s", bin, p[6], p[2], p[3], p[5]), 0);
     /* usage errors: st-* without --important; runtime: a missing model */
     assert_int_equal(tu_sh(NULL, "%s nn select -m %s -d npy:%s,%s --strategy st-dall -o %s",

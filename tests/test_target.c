@@ -483,7 +483,7 @@ static void test_cli_agents_run(void **state) {
     cJSON_Delete(j);
     free(out);
 
-    rc = tu_sh(&out, "%s agents run %s -t 200 -- %s hang", bin, cs, tgt);
+    rc = tu_sh(&out, "%s agents run %s -T 200 -- %s hang", bin, cs, tgt);
     assert_int_equal(rc, 0);
     if (!strstr(out, "hang")) fail_msg("no hang in:\n%s", out);
     free(out);

@@ -159,6 +159,8 @@ struct fl_cover {
     unsigned needs;        /* FL_COVER_NEED_*: ops->needs, which init may change (NC's modes) */
     int topk_k;            /* > 0: update uses the batch's top-k lists of this k (TKNC, TKNP) */
     char *spec;            /* as given, e.g. "kmnc:1000" */
+    char *detail;          /* what it chose that the spec does not say, for reports (lsc, dsc:
+                            * the layer and the bounds), malloc'd by init; or NULL */
     fl_cover_ctx ctx;
     void *params;          /* criterion's read-only state, shared with clones */
     int *params_ref;       /* reference count of params */

@@ -186,6 +186,12 @@ fl_status fl_png_write(const char *path, const float *img, int c, int h, int w, 
  * text fits. Atomic. */
 fl_status fl_image_grid_write(const char *path, const float *imgs, int n, int c, int h, int w,
                               int cols, const char *const *labels, fl_err *e);
+/* The label every flare grid gives image `index` of d (nn sa, nn select): three lines,
+ * "#INDEX" followed by extra when not NULL (e.g. a score), the true class's name ("?" when d
+ * is unlabelled), and "->" with the name of the predicted class `pred` (its number when d
+ * names no classes). Written to buf (n bytes, cut if longer). */
+void fl_grid_label(const fl_dataset *d, int64_t index, int pred, const char *extra, char *buf,
+                   size_t n);
 /* Same, for images scaled with `scale` (mapped back to [0,1] first; NULL = [0,1]). */
 fl_status fl_image_grid_write_scaled(const char *path, const float *imgs, int n, int c, int h,
                                      int w, int cols, const char *const *labels,

@@ -95,8 +95,15 @@ fl_status fl_file_read(const char *path, uint8_t **buf, size_t *len, fl_err *e);
 typedef fl_status (*fl_parse_fn)(const uint8_t *buf, size_t len, const char *path, void *out,
                                  fl_err *e);
 fl_status fl_file_parse(const char *path, fl_parse_fn parse, void *out, fl_err *e);
-/* Write path atomically: write path.tmp.<pid>, fsync, rename over path. */
+/* Write path atomically: write path.tmp.<pid>, fsync, rename over path. Errors name path as
+ * given (never the temporary file), and say why it cannot be written as
+ * fl_file_check_writable does. */
 fl_status fl_file_write_atomic(const char *path, const void *buf, size_t len, fl_err *e);
+/* FL_OK when a file could be created at path as far as its folder goes; else FL_ERR_IO in
+ * the user's words: "PATH: parent folder DIR does not exist", "DIR is not a folder", "PATH is
+ * a directory", "folder DIR is not writable". For checking every output of a command before
+ * any is written. */
+fl_status fl_file_check_writable(const char *path, fl_err *e);
 /* fl_file_durable(0): fl_file_write_atomic (and every writer built on it) skips the fsync
  * before the rename, process-wide. Readers still never see half a file; a power cut may lose
  * the newest files. For a campaign that writes thousands of small files a second, as AFL++

@@ -116,6 +116,15 @@ typedef struct fl_model {
     uint8_t *touched;   /* per value, during backward: gradient is non-zero */
     fl_rng rng;         /* Dropout masks */
     char *producer_name; /* from the ONNX file, for info */
+    char *path;          /* the file fl_onnx_load read, which forward's errors name; or NULL */
+    /* graph input i's symbolic dimensions as the file names them ("batch_size"); NULL for a
+     * fixed or unnamed one (for info: decl_shape holds 0 there) */
+    char *input_dim_name[8][FL_MAX_DIMS];
+    /* graph output i's shape as the file declares it (ndim 0: not declared; 0 entries are
+     * free) and its symbolic dimensions' names, for info */
+    int output_decl_ndim[8];
+    int64_t output_decl_shape[8][FL_MAX_DIMS];
+    char *output_dim_name[8][FL_MAX_DIMS];
     int n_meta;         /* ONNX metadata_props: key/value strings a tool records in the file */
     char **meta_key, **meta_val;
 } fl_model;

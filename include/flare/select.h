@@ -86,8 +86,8 @@ void fl_selection_free(fl_selection *s);
 
 /* Write the seeds next to each other: images_path (float32 [n,c,h,w] NPY, as fed to the
  * model), the same name with ".npy" replaced by ".idx.npy" (int64 [n] test indices) and by
- * ".png" (a grid: each tile labelled "#index", " p=K" when the model predicts class K instead
- * of the label, and the label's class name). All atomic. */
+ * ".png" (a grid, each tile labelled by fl_grid_label: "#index", the true and the predicted
+ * class by name). Each atomic; when one cannot be written, none of the three is left. */
 fl_status fl_selection_save(const fl_selection *s, const fl_dataset *test, const char *images_path,
                             fl_err *e);
 

@@ -172,6 +172,11 @@ typedef struct fl_train_opts {
     void (*progress)(const fl_train_progress *p, void *user);  /* may be NULL */
     void (*on_epoch)(const fl_epoch_stats *s, void *user);     /* may be NULL */
     void *user;              /* passed to both callbacks */
+    /* When *stop becomes nonzero (a signal handler's flag; may be NULL), training ends after
+     * the current batch and the model is put back as it was after the last finished epoch
+     * (its initial state when none finished); fl_train then returns FL_OK. The caller tells a
+     * stop from the end by the flag, and which epoch it kept by on_epoch. */
+    volatile const int *stop;
 } fl_train_opts;
 
 /* The default recipe (docs/training.md): Adam, lr 2e-3 multiplied by 0.75 after every epoch,

@@ -112,7 +112,7 @@ static void command_line(const cli_opts *o, uint64_t seed, char *buf, size_t n) 
     size_t k = 0;
 #define ADD(...) do { int w_ = snprintf(buf + k, n - k, __VA_ARGS__); \
                       if (w_ > 0 && (size_t)w_ < n - k) k += (size_t)w_; } while (0)
-    ADD("flare agents fuzz -i %s -o %s -s %llu -p %s -t %lld", o->fuzz_in, o->fuzz_out,
+    ADD("flare agents fuzz -i %s -o %s -s %llu --schedule %s -T %lld", o->fuzz_in, o->fuzz_out,
         (unsigned long long)seed, o->schedule, (long long)o->timeout_ms);
     if (o->set[F_max_time]) ADD(" -V %g", o->max_time);
     if (o->set[F_max_execs]) ADD(" -E %lld", (long long)o->max_execs);
@@ -121,7 +121,7 @@ static void command_line(const cli_opts *o, uint64_t seed, char *buf, size_t n) 
     if (o->set[F_lexicon]) ADD(" --lexicon %s", o->lexicon);
     if (o->set[F_spec]) ADD(" --spec %s", o->spec);
     if (o->fresh) ADD(" --fresh");
-    if (o->mem_limit) ADD(" -m %lld", (long long)o->mem_limit);
+    if (o->mem_limit) ADD(" -M %lld", (long long)o->mem_limit);
     if (o->set[F_otlp_listen]) ADD(" --otlp-listen %s", o->otlp_listen);
     if (o->set[F_otlp_file]) ADD(" --otlp-file %s", o->otlp_file);
     if (o->given[F_otlp_grace]) ADD(" --otlp-grace %lld", (long long)o->otlp_grace);
@@ -186,7 +186,7 @@ int cmd_agents_fuzz(const cli_opts *o) {
     co.otlp_file = o->set[F_otlp_file] ? o->otlp_file : NULL;
     co.otlp_grace_ms = (int)o->otlp_grace;
     co.command_line = cmdline;
-    if (fl_schedule_parse(o->schedule, &co.schedule, &e)) return cli_usage(o->cmd, "-p: %s", e.msg);
+    if (fl_schedule_parse(o->schedule, &co.schedule, &e)) return cli_usage(o->cmd, "--schedule: %s", e.msg);
     screen sc = {.tty = cli_isatty(stderr), .o = o, .seed = seed};
     if (!o->quiet) {
         co.on_status = on_status;

@@ -12,7 +12,7 @@ int cmd_agents_replay(const cli_opts *o) {
     fl_replay_opts ro = {
         .spec_path = o->set[F_spec] ? o->spec : NULL,
         .junit_path = o->set[F_junit] ? o->junit : NULL,
-        .log = o->quiet ? NULL : stdout,
+        .log = stdout, /* one verdict per case: results, which --quiet keeps */
     };
     cli_target_setup(o, &ro.target, &ho);
     fl_replay_result r;

@@ -13,7 +13,7 @@
 
 #include "flare/flare.h"
 
-enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2, CLI_INTERRUPTED = 130 /* 128 + SIGINT */ };
 
 /* ---- commands ------------------------------------------------------------------------------ */
 typedef enum cli_cmd_id {
@@ -93,6 +93,39 @@ int cli_find_command(const char *group, const char *verb);
 int cli_fail(const fl_err *e);
 /* "flare GROUP VERB: <msg>" + a hint to --help on stderr; returns CLI_USAGE. */
 int cli_usage(cli_cmd_id cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Usage errors for a --layers value naming a layer the model lacks: each name of spec (NAME,
+ * NAME; "all" and "conv+dense" pass) is looked up in m, and the first unknown one is reported
+ * as "--FLAG NAME: MODEL has no layer of that name; did you mean ...?" (suggest.c). Returns
+ * CLI_OK or CLI_USAGE. */
+struct fl_model;
+int cli_layers_check(cli_cmd_id cmd, const char *flag, const char *model_path,
+                     struct fl_model *m, const char *spec);
+
+/* "Did you mean": feed candidates to cli_suggest_add; best is the closest one that is close
+ * enough to be a typo of word, or NULL (suggest.c). */
+typedef struct cli_suggest {
+    const char *word, *best;
+    int score;
+} cli_suggest;
+void cli_suggest_init(cli_suggest *s, const char *word);
+void cli_suggest_add(cli_suggest *s, const char *cand);
+int cli_edit_distance(const char *a, const char *b);
+
+/* The files a command writes (outputs.c): cli_outs_check before any work says, naming the
+ * path as typed, why one cannot be written; cli_outs_written marks one written (path: the
+ * same pointer as added); cli_outs_undo removes the written ones when the command fails
+ * later, so that a failed command leaves no partial outputs. */
+enum { CLI_MAX_OUTS = 8 };
+typedef struct cli_outs {
+    int n;
+    const char *path[CLI_MAX_OUTS];
+    int written[CLI_MAX_OUTS];
+} cli_outs;
+void cli_outs_add(cli_outs *w, const char *path); /* NULL: nothing */
+fl_status cli_outs_check(const cli_outs *w, fl_err *e);
+void cli_outs_written(cli_outs *w, const char *path);
+void cli_outs_undo(const cli_outs *w);
+
 /* Informational output on stderr, silenced by --quiet. */
 extern int cli_quiet;
 void cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -105,7 +138,7 @@ uint64_t cli_fresh_seed(void);
 struct fl_http_opts;
 const struct fl_http_opts *cli_http_target(const cli_opts *o, struct fl_http_opts *h);
 /* The target of replay and min from the flags: -- CMD ARGS... or --target (whose options go
- * in h, which must outlive ts), -t, --fresh, --mem-limit and the --otlp-* flags. */
+ * in h, which must outlive ts), --timeout, --fresh, --mem-limit and the --otlp-* flags. */
 struct fl_target_setup;
 void cli_target_setup(const cli_opts *o, struct fl_target_setup *ts, struct fl_http_opts *h);
 

@@ -76,6 +76,27 @@ static const struct {
     {0, NULL, NULL},
 };
 
+/* Other spellings of flags (ALIAS), and the examples closing each --help (EXAMPLE). */
+static const struct {
+    unsigned cmds;
+    int flag;
+    const char *name;
+    char shrt;
+} aliases[] = {
+#define ALIAS(cmds_, FIELD, name_, short_) {(cmds_), F_##FIELD, (name_), (short_)},
+#include "cli/flags.def"
+    {0, -1, NULL, 0},
+};
+
+static const struct {
+    int cmd;
+    const char *args, *comment;
+} examples[] = {
+#define EXAMPLE(ID, args_, comment_) {CMD_##ID, (args_), (comment_)},
+#include "cli/flags.def"
+    {-1, NULL, NULL},
+};
+
 static const struct {
     const char *name, *summary;
 } groups[] = {
@@ -141,13 +162,22 @@ static int trailing_of(cli_cmd_id cmd) {
     return -1;
 }
 
-/* The flag of command cmd called `name` (long, len chars) or `shrt` (short form), or -1. */
+static int name_is(const char *have, const char *name, size_t len) {
+    return strlen(have) == len && !strncmp(have, name, len);
+}
+
+/* The flag of command cmd called `name` (long, len chars) or `shrt` (short form), its
+ * aliases included, or -1. */
 static int find_flag(cli_cmd_id cmd, const char *name, size_t len, char shrt) {
     for (int i = 0; i < F_COUNT_; i++) {
         const cli_flag *f = &flags[i];
         if (!takes(f, cmd)) continue;
-        if (shrt ? f->shrt == shrt : strlen(f->name) == len && !strncmp(f->name, name, len))
-            return i;
+        if (shrt ? f->shrt == shrt : name_is(f->name, name, len)) return i;
+    }
+    for (int a = 0; aliases[a].name; a++) {
+        if (!((aliases[a].cmds >> cmd) & 1u)) continue;
+        if (shrt ? aliases[a].shrt == shrt : name_is(aliases[a].name, name, len))
+            return aliases[a].flag;
     }
     return -1;
 }
@@ -214,8 +244,22 @@ static int set_value(int i, const char *v, cli_opts *o, char *why, size_t nwhy) 
         *(const char **)dst = v;
         break;
     case FT_CHOICE:
-        if (!choice_ok(f->metavar, v))
+        if (!choice_ok(f->metavar, v)) {
+            char words[32][64]; /* the choices, for "did you mean" */
+            int k = 0;
+            cli_suggest sg;
+            cli_suggest_init(&sg, v);
+            for (const char *p = f->metavar; *p && k < 32;) {
+                size_t len = strcspn(p, "|");
+                snprintf(words[k], sizeof words[k], "%.*s", (int)len, p);
+                cli_suggest_add(&sg, words[k++]);
+                p += len + (p[len] == '|');
+            }
+            if (sg.best)
+                return snprintf(why, nwhy, "'%s' is not one of %s; did you mean %s?", v,
+                                f->metavar, sg.best), -1;
             return snprintf(why, nwhy, "'%s' is not one of %s", v, f->metavar), -1;
+        }
         *(const char **)dst = v;
         break;
     case FT_BOOL:
@@ -241,15 +285,69 @@ static int set_value(int i, const char *v, cli_opts *o, char *why, size_t nwhy) 
 }
 
 /* ---- parsing ------------------------------------------------------------------------------ */
-/* Name of the commands that do take --name, for "unknown flag" messages. */
-static void owners(const char *name, size_t len, char *buf, size_t n) {
+/* Name of the commands that do take --name (or -shrt), for "unknown flag" messages. */
+static void owners(const char *name, size_t len, char shrt, char *buf, size_t n) {
     buf[0] = 0;
-    for (int c = 0; c < CMD_COUNT_; c++) {
-        if (find_flag((cli_cmd_id)c, name, len, 0) < 0) continue;
-        size_t k = strlen(buf);
-        snprintf(buf + k, n - k, "%s%s %s", k ? ", " : "", cli_commands[c].group,
-                 cli_commands[c].verb);
+    for (int g = 0; g < N_GROUPS; g++) {
+        int all = 1, any = 0;
+        for (int c = 0; c < CMD_COUNT_; c++) {
+            if (strcmp(cli_commands[c].group, groups[g].name)) continue;
+            int has = find_flag((cli_cmd_id)c, name, len, shrt) >= 0;
+            all &= has;
+            any |= has;
+        }
+        for (int c = 0; any && c < CMD_COUNT_; c++) {
+            if (strcmp(cli_commands[c].group, groups[g].name)) continue;
+            if (!all && find_flag((cli_cmd_id)c, name, len, shrt) < 0) continue;
+            size_t k = strlen(buf);
+            if (all)
+                snprintf(buf + k, n - k, "%severy %s command", k ? ", " : "", groups[g].name);
+            else
+                snprintf(buf + k, n - k, "%s%s %s", k ? ", " : "", cli_commands[c].group,
+                         cli_commands[c].verb);
+            if (all) break;
+        }
     }
+}
+
+/* An unknown --name for cmd: the closest flag of cmd (a typo), else the commands that have
+ * it. */
+static int unknown_long(cli_cmd_id cmd, const char *name, size_t len) {
+    char word[64], own[256];
+    snprintf(word, sizeof word, "%.*s", (int)(len < 63 ? len : 63), name);
+    cli_suggest s;
+    cli_suggest_init(&s, word);
+    for (int i = 0; i < F_COUNT_; i++)
+        if (takes(&flags[i], cmd)) cli_suggest_add(&s, flags[i].name);
+    for (int a = 0; aliases[a].name; a++)
+        if ((aliases[a].cmds >> cmd) & 1u) cli_suggest_add(&s, aliases[a].name);
+    owners(name, len, 0, own, sizeof own);
+    if (own[0]) return cli_usage(cmd, "unknown flag --%s (it is a flag of: %s)", word, own);
+    if (s.best) return cli_usage(cmd, "unknown flag --%s; did you mean --%s?", word, s.best);
+    return cli_usage(cmd, "unknown flag --%s", word);
+}
+
+/* An unknown -x for cmd: which long flag -x is in the commands that have it. */
+static int unknown_short(cli_cmd_id cmd, char shrt) {
+    char own[256];
+    owners(NULL, 0, shrt, own, sizeof own);
+    for (int c = 0; own[0] && c < CMD_COUNT_; c++) {
+        int i = find_flag((cli_cmd_id)c, NULL, 0, shrt);
+        if (i < 0) continue;
+        const char *long_name = flags[i].name; /* the alias's own name when it is an alias's */
+        for (int a = 0; aliases[a].name; a++)
+            if (aliases[a].shrt == shrt && ((aliases[a].cmds >> c) & 1u))
+                long_name = aliases[a].name;
+        /* -t became -T in the agents commands, -m -M: the other case is a likely intent */
+        char other = shrt >= 'a' && shrt <= 'z' ? (char)(shrt - 32) : (char)(shrt + 32);
+        int j = find_flag(cmd, NULL, 0, other);
+        if (j >= 0)
+            return cli_usage(cmd, "unknown flag -%c (-%c is --%s, of: %s); did you mean -%c "
+                             "(--%s)?", shrt, shrt, long_name, own, other, flags[j].name);
+        return cli_usage(cmd, "unknown flag -%c (-%c is --%s, of: %s)", shrt, shrt, long_name,
+                         own);
+    }
+    return cli_usage(cmd, "unknown flag -%c", shrt);
 }
 
 int cli_parse(cli_cmd_id cmd, int argc, char **argv, cli_opts *o) {
@@ -277,18 +375,12 @@ int cli_parse(cli_cmd_id cmd, int argc, char **argv, cli_opts *o) {
             size_t len = eq ? (size_t)(eq - name) : strlen(name);
             snprintf(shown, sizeof shown, "--%.*s", (int)len, name);
             i = find_flag(cmd, name, len, 0);
-            if (i < 0) {
-                char own[256];
-                owners(name, len, own, sizeof own);
-                if (own[0])
-                    return cli_usage(cmd, "unknown flag %s (it is a flag of: %s)", shown, own);
-                return cli_usage(cmd, "unknown flag %s", shown);
-            }
+            if (i < 0) return unknown_long(cmd, name, len);
             if (eq) val = eq + 1;
         } else if (arg[0] == '-' && arg[1] && arg[1] != '-') {
             snprintf(shown, sizeof shown, "-%c", arg[1]);
             i = find_flag(cmd, NULL, 0, arg[1]);
-            if (i < 0) return cli_usage(cmd, "unknown flag %s", shown);
+            if (i < 0) return unknown_short(cmd, arg[1]);
             if (arg[2]) val = arg[2] == '=' ? arg + 3 : arg + 2;
         } else if ((i = positional_flag(cmd)) >= 0 && !o->given[i]) {
             val = arg; /* the bare argument: the value of its flag */
@@ -314,10 +406,21 @@ int cli_parse(cli_cmd_id cmd, int argc, char **argv, cli_opts *o) {
             return cli_usage(cmd, "bad value for --%s: %s", f->name, why);
         o->given[i] = 1;
     }
+    /* Every missing required flag at once: one run of the command tells all that is missing. */
+    char missing[512] = "";
+    int n_missing = 0;
+    for (int i = 0; i < F_COUNT_; i++) {
+        const cli_flag *f = &flags[i];
+        if (!takes(f, cmd) || o->given[i] || f->dflt != cli_required) continue;
+        size_t k = strlen(missing);
+        snprintf(missing + k, sizeof missing - k, "%s--%s", k ? ", " : "", f->name);
+        n_missing++;
+    }
+    if (n_missing)
+        return cli_usage(cmd, "missing required flag%s %s", n_missing > 1 ? "s" : "", missing);
     for (int i = 0; i < F_COUNT_; i++) {
         const cli_flag *f = &flags[i];
         if (!takes(f, cmd) || o->given[i] || !f->dflt) continue;
-        if (f->dflt == cli_required) return cli_usage(cmd, "missing required flag --%s", f->name);
         int rc = set_value(i, f->dflt, o, why, sizeof why);
         assert(rc == 0 && "flags.def: a default does not parse"); /* internal invariant */
         (void)rc;
@@ -330,6 +433,7 @@ int cli_parse(cli_cmd_id cmd, int argc, char **argv, cli_opts *o) {
         return cli_usage(cmd, "missing the program to run: end the command line with -- %s",
                          trailings[t].metavar);
     cli_quiet = o->quiet;
+    if (o->quiet) fl_verbosity = 0; /* the library's notes too: -q is the same everywhere */
     return CLI_OK;
 }
 
@@ -422,14 +526,25 @@ void cli_help_command(FILE *f, cli_cmd_id cmd) {
     for (int i = 0; i < F_COUNT_; i++) {
         const cli_flag *fl = &flags[i];
         if (!takes(fl, cmd)) continue;
-        char spec[160], text[1024];
+        char spec[160], text[1200], also[200] = "";
         flag_spec(fl, spec, sizeof spec);
+        for (int a = 0; aliases[a].name; a++) {
+            if (aliases[a].flag != i || !((aliases[a].cmds >> cmd) & 1u)) continue;
+            size_t k = strlen(also);
+            char sh[8] = "";
+            if (aliases[a].shrt) snprintf(sh, sizeof sh, "-%c, ", aliases[a].shrt);
+            snprintf(also + k, sizeof also - k, "%s%s--%s", k ? ", " : "", sh, aliases[a].name);
+        }
         if (fl->dflt == cli_required)
             snprintf(text, sizeof text, "%s (required)", fl->help);
         else if (fl->dflt && fl->type != FT_BOOL)
             snprintf(text, sizeof text, "%s (default:%c%s)", fl->help, NBSP, fl->dflt);
         else
             snprintf(text, sizeof text, "%s", fl->help);
+        if (also[0]) {
+            size_t k = strlen(text);
+            snprintf(text + k, sizeof text - k, " (also%c%s)", NBSP, also);
+        }
         help_row(f, spec, text);
     }
     int t = trailing_of(cmd);
@@ -441,6 +556,13 @@ void cli_help_command(FILE *f, cli_cmd_id cmd) {
     fprintf(f, "  -h, --help                  this text\n\n"
                "Flags take their value as --name VALUE or --name=VALUE (-x VALUE for short "
                "forms).\nExit status: 0 success, 1 failure (flare: <reason>), 2 usage error.\n");
+    int first = 1;
+    for (int x = 0; examples[x].args; x++) {
+        if (examples[x].cmd != (int)cmd) continue;
+        fprintf(f, "%s  # %s\n  flare %s %s %s\n", first ? "\nexamples:\n" : "",
+                examples[x].comment, c->group, c->verb, examples[x].args);
+        first = 0;
+    }
 }
 
 void cli_help_group(FILE *f, const char *group) {

@@ -115,19 +115,21 @@ int cmd_gan_train(const cli_opts *o) {
     sigaction(SIGTERM, &old_term, NULL);
     progress_clear(&ctx.bar);
     if (st != FL_OK) goto out;
+    /* Ctrl-C as in nn train: said even with -q, exit status 130 */
     if (stop_flag && !gen) {
-        cli_note("stopped before the first epoch finished: nothing written\n");
-        rc = CLI_FAIL;
+        fprintf(stderr, "stopped by Ctrl-C before the first epoch finished: nothing written\n");
+        rc = CLI_INTERRUPTED;
         goto out_quiet;
     }
     if (fl_onnx_save(gen, o->gn_output, &e) != FL_OK) goto out;
     if (stop_flag)
-        cli_note("stopped: wrote the last finished epoch's generator to %s (resume with "
-                 "--resume %s -s %llu)\n", o->gn_output, work, (unsigned long long)seed);
+        fprintf(stderr, "stopped by Ctrl-C: wrote the last finished epoch's generator to %s "
+                "(resume with --resume %s -s %llu)\n", o->gn_output, work,
+                (unsigned long long)seed);
     else
         cli_note("wrote %s in %.1fs (grids, losses.jsonl, checkpoint: %s)\n", o->gn_output,
                  fl_now() - t0, work);
-    rc = stop_flag ? CLI_FAIL : CLI_OK;
+    rc = stop_flag ? CLI_INTERRUPTED : CLI_OK;
     goto out_quiet;
 out:
     cli_fail(&e);

@@ -13,12 +13,20 @@ static int is_help(const char *s) {
     return !strcmp(s, "--help") || !strcmp(s, "-h") || !strcmp(s, "help");
 }
 
+/* An unknown group or verb, with the closest known one when it looks like a typo. */
 static int unknown_command(const char *group, const char *verb) {
+    cli_suggest s;
+    cli_suggest_init(&s, verb ? verb : group);
+    for (int c = 0; c < CMD_COUNT_; c++)
+        if (!verb) cli_suggest_add(&s, cli_commands[c].group);
+        else if (!strcmp(cli_commands[c].group, group)) cli_suggest_add(&s, cli_commands[c].verb);
     if (!verb)
-        fprintf(stderr, "flare: unknown command group '%s'\n", group);
+        fprintf(stderr, "flare: unknown command group '%s'", group);
     else
-        fprintf(stderr, "flare: unknown command '%s %s'\n", group, verb);
-    fprintf(stderr, "(see: flare --help)\n");
+        fprintf(stderr, "flare: unknown command '%s %s'", group, verb);
+    if (s.best && verb) fprintf(stderr, "; did you mean 'flare %s %s'?", group, s.best);
+    else if (s.best) fprintf(stderr, "; did you mean '%s'?", s.best);
+    fprintf(stderr, "\n(see: flare %s%s--help)\n", verb ? group : "", verb ? " " : "");
     return CLI_USAGE;
 }
 

@@ -42,6 +42,8 @@ static void print_tables(const cli_opts *o, const fl_dataset *d, const fl_layers
         printf("%-*s  %10lld  %10s  %8s\n", w, s->c[i]->spec, (long long)c, t > 0 ? tb : "-",
                pct(c, t, b, sizeof b));
     }
+    for (int i = 0; i < s->n; i++) /* what lsc / dsc chose: the layer and the bounds */
+        if (s->c[i]->detail) printf("%s: %s\n", s->c[i]->spec, s->c[i]->detail);
     for (int i = 0; i < s->n; i++) {
         const fl_cover *c = s->c[i];
         if (c->n_groups < 2) continue;
@@ -91,6 +93,7 @@ static void print_json(const cli_opts *o, const fl_dataset *d, const fl_layerset
         fl_cover_stats(c, &cv, &t);
         cJSON *x = cJSON_CreateObject();
         cJSON_AddStringToObject(x, "criterion", c->spec);
+        if (c->detail) cJSON_AddStringToObject(x, "detail", c->detail);
         stats_json(x, cv, t);
         cJSON *per = cJSON_AddArrayToObject(x, "groups");
         for (int g = 0; g < c->n_groups; g++) {
@@ -129,6 +132,10 @@ int cmd_nn_cover(const cli_opts *o) {
         }
     }
     if (fl_onnx_load(o->cov_model, &m, &e) != FL_OK) goto out;
+    if (o->set[F_cov_layers] &&
+        (rc = cli_layers_check(o->cmd, "layers", o->cov_model, m, layers)) != CLI_OK)
+        goto out;
+    rc = CLI_FAIL;
     if (fl_layerset_make(m, layers, &ls, &e) != FL_OK) {
         if (e.status == FL_ERR_NOTFOUND && !from_profile) {
             rc = cli_usage(o->cmd, "--layers %s: %s", layers, e.msg);

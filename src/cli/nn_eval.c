@@ -29,9 +29,12 @@ static void print_tables(const cli_opts *o, const fl_dataset *d, const fl_eval_r
            (long long)r->correct, (long long)r->n, r->loss);
 
     printf("%3s  %-*s  %7s  %8s\n", "#", namew, "class", "images", "accuracy");
-    for (int k = 0; k < K; k++)
-        printf("%3d  %-*s  %7lld  %8.4f\n", k, namew, class_name(d, k), (long long)r->class_n[k],
-               r->class_acc[k]);
+    for (int k = 0; k < K; k++) /* a class without images has no accuracy, not 0 */
+        if (r->class_n[k])
+            printf("%3d  %-*s  %7lld  %8.4f\n", k, namew, class_name(d, k),
+                   (long long)r->class_n[k], r->class_acc[k]);
+        else
+            printf("%3d  %-*s  %7lld  %s\n", k, namew, class_name(d, k), 0LL, "no images");
 
     /* Columns as wide as the largest count, headed by the predicted class index. */
     int64_t mx = K;
@@ -65,7 +68,8 @@ static void print_json(const cli_opts *o, const fl_dataset *d, const fl_eval_res
         cJSON_AddNumberToObject(c, "index", k);
         cJSON_AddStringToObject(c, "name", class_name(d, k));
         cJSON_AddNumberToObject(c, "n", (double)r->class_n[k]);
-        cJSON_AddNumberToObject(c, "accuracy", r->class_acc[k]);
+        if (r->class_n[k]) cJSON_AddNumberToObject(c, "accuracy", r->class_acc[k]);
+        else cJSON_AddNullToObject(c, "accuracy"); /* no images */
         cJSON_AddItemToArray(cls, c);
     }
     cJSON *cm = cJSON_AddArrayToObject(j, "confusion");

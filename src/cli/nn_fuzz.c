@@ -176,7 +176,7 @@ int cmd_nn_fuzz(const cli_opts *o) {
                getrandom(&seed, sizeof seed, 0) != (ssize_t)sizeof seed) {
         seed = (uint64_t)(fl_now() * 1e9) ^ ((uint64_t)getpid() << 32);
     }
-    cli_note("seed %llu (repeat this campaign with -s %llu -j %lld)\n", (unsigned long long)seed,
+    cli_note("seed %llu (repeat this campaign with -s %llu -t %lld)\n", (unsigned long long)seed,
              (unsigned long long)seed, (long long)o->fz_jobs);
     fl_threads_set((int)o->fz_jobs);
 
@@ -186,6 +186,10 @@ int cmd_nn_fuzz(const cli_opts *o) {
     char *cmdline = join_args();
     int rc = CLI_FAIL;
     if (fl_onnx_load(o->fz_model, &m, &e)) goto out;
+    if (o->set[F_fz_layers] &&
+        (rc = cli_layers_check(o->cmd, "layers", o->fz_model, m, o->fz_layers)) != CLI_OK)
+        goto done;
+    rc = CLI_FAIL;
     if (o->set[F_fz_model2] && fl_onnx_load(o->fz_model2, &m2, &e)) goto out;
     if (o->set[F_fz_model3] && fl_onnx_load(o->fz_model3, &m3, &e)) goto out;
     if (o->set[F_fz_profile] && fl_profile_load(o->fz_profile, &prof, &e)) goto out;

@@ -7,23 +7,34 @@
 #include "cli/cli.h"
 #include "flare/onnx.h"
 
-/* "[N,1,28,28]": declared input shape, free dimensions as N (first) or ? (others). */
-static void decl_str(const fl_value *v, char *buf, size_t n) {
-    size_t k = (size_t)snprintf(buf, n, "[");
-    for (int d = 0; d < v->decl_ndim && k < n; d++) {
-        if (v->decl_shape[d] > 0)
-            k += (size_t)snprintf(buf + k, n - k, "%s%lld", d ? "," : "", (long long)v->decl_shape[d]);
-        else
-            k += (size_t)snprintf(buf + k, n - k, "%s%s", d ? "," : "", d ? "?" : "N");
-    }
-    if (k < n) snprintf(buf + k, n - k, "]");
-}
-
 static cJSON *shape_json(int ndim, const int64_t *shape) {
     cJSON *a = cJSON_CreateArray();
     for (int d = 0; d < ndim; d++)
         cJSON_AddItemToArray(a, cJSON_CreateNumber(shape[d] > 0 ? (double)shape[d] : -1));
     return a;
+}
+
+/* "[batch,1,28,28]": a declared shape, a symbolic dimension by the name the file gives it
+ * (names[d]), an unnamed free one as N (first) or ? (others). */
+static void decl_str(int ndim, const int64_t *shape, char *const *names, char *buf, size_t n) {
+    size_t k = (size_t)snprintf(buf, n, "[");
+    for (int d = 0; d < ndim && k < n; d++) {
+        if (shape[d] > 0)
+            k += (size_t)snprintf(buf + k, n - k, "%s%lld", d ? "," : "", (long long)shape[d]);
+        else
+            k += (size_t)snprintf(buf + k, n - k, "%s%s", d ? "," : "",
+                                  names[d] ? names[d] : d ? "?" : "N");
+    }
+    if (k < n) snprintf(buf + k, n - k, "]");
+}
+
+/* {"shape": [...], "dim_names": [...]} of a declared shape into x: -1 for a free dimension,
+ * its name (or null) in dim_names. */
+static void decl_json(cJSON *x, int ndim, const int64_t *shape, char *const *names) {
+    cJSON_AddItemToObject(x, "shape", shape_json(ndim, shape));
+    cJSON *a = cJSON_AddArrayToObject(x, "dim_names");
+    for (int d = 0; d < ndim; d++)
+        cJSON_AddItemToArray(a, names[d] ? cJSON_CreateString(names[d]) : cJSON_CreateNull());
 }
 
 static void print_json(const cli_opts *o, const fl_model *m, const fl_layer_info *L, int n) {
@@ -36,7 +47,7 @@ static void print_json(const cli_opts *o, const fl_model *m, const fl_layer_info
         const fl_value *v = &m->values[m->inputs[i]];
         cJSON *x = cJSON_CreateObject();
         cJSON_AddStringToObject(x, "name", v->name);
-        cJSON_AddItemToObject(x, "shape", shape_json(v->decl_ndim, v->decl_shape));
+        decl_json(x, v->decl_ndim, v->decl_shape, m->input_dim_name[i]);
         cJSON_AddItemToArray(ins, x);
     }
     cJSON *outs = cJSON_AddArrayToObject(j, "outputs");
@@ -45,7 +56,10 @@ static void print_json(const cli_opts *o, const fl_model *m, const fl_layer_info
         const fl_tensor *t = fl_model_tensor(m, name);
         cJSON *x = cJSON_CreateObject();
         cJSON_AddStringToObject(x, "name", name);
-        cJSON_AddItemToObject(x, "shape", shape_json(t ? t->ndim : 0, t ? t->shape : NULL));
+        if (m->output_decl_ndim[i] > 0) /* as declared; else as computed for a batch of 1 */
+            decl_json(x, m->output_decl_ndim[i], m->output_decl_shape[i], m->output_dim_name[i]);
+        else
+            cJSON_AddItemToObject(x, "shape", shape_json(t ? t->ndim : 0, t ? t->shape : NULL));
         cJSON_AddItemToArray(outs, x);
     }
     cJSON *ls = cJSON_AddArrayToObject(j, "layers");
@@ -72,13 +86,17 @@ static void print_table(const cli_opts *o, const fl_model *m, const fl_layer_inf
     printf("%sopset %d%s\n", m->producer_name && *m->producer_name ? ", " : "  (", m->opset, ")");
     for (int i = 0; i < m->n_inputs; i++) {
         const fl_value *v = &m->values[m->inputs[i]];
-        decl_str(v, shp, sizeof shp);
+        decl_str(v->decl_ndim, v->decl_shape, m->input_dim_name[i], shp, sizeof shp);
         printf("input   %s %s\n", v->name, shp);
     }
     for (int i = 0; i < m->n_outputs; i++) {
         const fl_tensor *t = fl_model_tensor(m, fl_model_output_name(m, i));
-        printf("output  %s %s\n", fl_model_output_name(m, i),
-               t ? fl_shape_str(t, shp, sizeof shp) : "[?]");
+        if (m->output_decl_ndim[i] > 0)
+            decl_str(m->output_decl_ndim[i], m->output_decl_shape[i], m->output_dim_name[i], shp,
+                     sizeof shp);
+        else if (!t || !fl_shape_str(t, shp, sizeof shp))
+            snprintf(shp, sizeof shp, "[?]");
+        printf("output  %s %s\n", fl_model_output_name(m, i), shp);
     }
 
     int wn = 5, wo = 2, ws = 5;
@@ -91,7 +109,7 @@ static void print_table(const cli_opts *o, const fl_model *m, const fl_layer_inf
         if (b > wo) wo = b;
         if (c > ws) ws = c;
     }
-    printf("\nlayers (shapes for a batch of %lld; NAME is what --layer takes):\n",
+    printf("\nlayers (shapes for a batch of %lld; NAME is what --layers takes):\n",
            n > 0 && L[0].ndim > 0 ? (long long)L[0].shape[0] : 1LL);
     printf("%3s  %-*s  %-*s  %-*s  %10s\n", "#", wn, "name", wo, "op", ws, "shape", "params");
     for (int i = 0; i < n; i++) {

@@ -51,7 +51,11 @@ int cmd_nn_lrp(const cli_opts *o) {
     fl_important *imp = NULL;
     int rc = CLI_FAIL;
     cli_progress bar;
+    if (fl_file_check_writable(o->lrp_output, &e) != FL_OK) goto out; /* before any work */
     if (fl_onnx_load(o->lrp_model, &m, &e) != FL_OK) goto out;
+    if ((rc = cli_layers_check(o->cmd, "layers", o->lrp_model, m, o->lrp_layers)) != CLI_OK)
+        goto out_quiet;
+    rc = CLI_FAIL;
     if (fl_dataset_load(o->lrp_data, o->given[F_lrp_scale] ? &sc : NULL, o->lrp_limit, &d, &e) !=
         FL_OK)
         goto out;
@@ -64,12 +68,13 @@ int cmd_nn_lrp(const cli_opts *o) {
     if (st != FL_OK) goto out;
     imp->model = strdup(o->lrp_model);
     if (fl_important_save(imp, o->lrp_output, &e) != FL_OK) goto out;
-    if (!o->quiet) print_summary(o, imp);
+    print_summary(o, imp);
     cli_note("\nwrote %s (%lld inputs in %.1f s)\n", o->lrp_output, (long long)d->n,
              fl_now() - t0);
     rc = CLI_OK;
 out:
     if (rc != CLI_OK) cli_fail(&e);
+out_quiet:
     fl_important_free(imp);
     fl_dataset_free(d);
     fl_model_free(m);

@@ -24,7 +24,10 @@ int cmd_nn_profile(const cli_opts *o) {
     fl_layerset *ls = NULL;
     fl_profile *p = NULL;
     int rc = CLI_FAIL;
+    if (fl_file_check_writable(o->prof_output, &e) != FL_OK) goto out; /* before any work */
     if (fl_onnx_load(o->cov_model, &m, &e) != FL_OK) goto out;
+    if ((rc = cli_layers_check(o->cmd, "layers", o->cov_model, m, layers)) != CLI_OK) goto out;
+    rc = CLI_FAIL;
     if (fl_layerset_make(m, layers, &ls, &e) != FL_OK) {
         if (e.status == FL_ERR_NOTFOUND || e.status == FL_ERR_ARG) {
             rc = cli_usage(o->cmd, "--layers %s: %s", layers, e.msg);
@@ -39,9 +42,9 @@ int cmd_nn_profile(const cli_opts *o) {
     fl_status st = fl_profile_compute(m, ls, d, (int)o->cov_batch, on_progress, &bar, &p, &e);
     progress_clear(&bar);
     if (st != FL_OK || fl_profile_save(p, o->prof_output, &e) != FL_OK) goto out;
-    printf("profiled %lld neurons in %d layers over %lld inputs of %s in %.1f s\nwrote %s\n",
-           (long long)ls->total, ls->n, (long long)d->n, o->prof_data, fl_now() - t0,
-           o->prof_output);
+    cli_note("%lld inputs profiled in %.1f s\n", (long long)d->n, fl_now() - t0);
+    printf("profiled %lld neurons in %d layers over %lld inputs of %s\nwrote %s\n",
+           (long long)ls->total, ls->n, (long long)d->n, o->prof_data, o->prof_output);
     rc = CLI_OK;
 out:
     if (rc == CLI_FAIL && e.status != FL_OK) cli_fail(&e);

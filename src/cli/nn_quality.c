@@ -110,7 +110,12 @@ int cmd_nn_quality(const cli_opts *o) {
         fl_fail(&e, FL_ERR_NOMEM, "out of memory");
         goto out;
     }
+    if (o->set[F_q_output] && fl_file_check_writable(o->q_output, &e) != FL_OK) goto out;
     if (fl_onnx_load(o->q_features, &m, &e) != FL_OK) goto out;
+    if (o->set[F_q_layer] && /* a misspelt layer: usage error, did you mean */
+        (rc = cli_layers_check(o->cmd, "layers", o->q_features, m, o->q_layer)) != CLI_OK)
+        goto out;
+    rc = CLI_FAIL;
     for (int i = 0; i < n_sets; i++) {
         fl_quality_feats *fi = i ? &f : &first; /* the real set's sizes are the table's */
         if (score_set(o, m, &sc, i ? o->q_fake.v[i - 1] : o->q_real, &s[i], fi, &e) != FL_OK)
@@ -133,7 +138,7 @@ out:;
         if (o->q_json) printf("%s\n", txt);
         else print_table(o, &first, s, n_sets);
     }
-    if (rc != CLI_OK) cli_fail(&e);
+    if (rc == CLI_FAIL) cli_fail(&e);
     free(txt);
     cJSON_Delete(j);
     for (int i = 0; s && i < n_sets; i++) fl_moments_free(&s[i].mom);

@@ -33,7 +33,7 @@ int cmd_nn_retrain(const cli_opts *o) {
     fl_dataset *tr = NULL, *te = NULL;
     fl_retrain_result r;
     int rc = CLI_FAIL;
-    if (fl_onnx_load(o->rt_model, &m, &e) || fl_dataset_load(o->rt_data, scp, 0, &tr, &e) ||
+    if (fl_file_check_writable(o->rt_output, &e) || fl_onnx_load(o->rt_model, &m, &e) || fl_dataset_load(o->rt_data, scp, 0, &tr, &e) ||
         fl_dataset_load(o->rt_test, scp, 0, &te, &e) || fl_retrain(m, tr, te, &ro, &r, &e) ||
         fl_onnx_save(m, o->rt_output, &e))
         goto out;

@@ -1,12 +1,14 @@
 /* flare nn run: one forward pass over the input images; the model's first output goes to
- * --output, each --layer to its own NPY file. */
+ * --output, each layer of --layers to its own NPY file. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "flare/data.h"
+#include "flare/neurons.h"
 #include "flare/onnx.h"
 
 /* A layer name as a file-name part: "/conv1/Conv_output_0" -> "conv1_Conv_output_0". */
@@ -24,37 +26,37 @@ static void sanitize(const char *name, char *out, size_t n) {
     out[k] = 0;
 }
 
-static int common_prefix(const char *a, const char *b) {
-    int n = 0;
-    while (a[n] && a[n] == b[n]) n++;
-    return n;
-}
-
-/* An unknown --layer: name up to 8 values that share the longest prefix with it (or the
- * first layers when none does), so that a typo shows the intended name. */
-static int unknown_layer(const cli_opts *o, fl_model *m, const char *name) {
+/* The layer names of every --layers value (NAME, NAME,NAME, all, conv+dense), in order and
+ * each once, as malloc'd copies in *names[0 .. *n). Returns CLI_OK, or the exit status of the
+ * error it reported. */
+static int layer_names(const cli_opts *o, fl_model *m, char ***names, int *n) {
     fl_err e = {0};
-    fl_layer_info *L = NULL;
-    int n = fl_model_layers(m, &L, &e);
-    if (n < 0) return cli_fail(&e);
-    int best = 0;
-    for (int i = 0; i < n; i++) {
-        int c = common_prefix(name, L[i].name);
-        if (c > best) best = c;
+    *names = NULL;
+    *n = 0;
+    for (int i = 0; i < o->layer.n; i++) {
+        int rc = cli_layers_check(o->cmd, "layers", o->model, m, o->layer.v[i]);
+        if (rc != CLI_OK) return rc;
+        fl_layerset *ls;
+        if (fl_layerset_make(m, o->layer.v[i], &ls, &e) != FL_OK)
+            return e.status == FL_ERR_ARG ? cli_usage(o->cmd, "--layers %s: %s", o->layer.v[i],
+                                                      e.msg)
+                                          : cli_fail(&e);
+        char **nv = realloc(*names, (size_t)(*n + ls->n + 1) * sizeof *nv);
+        if (nv) *names = nv;
+        for (int l = 0; nv && l < ls->n; l++) {
+            int j = 0;
+            while (j < *n && strcmp(nv[j], ls->name[l])) j++;
+            if (j < *n) continue; /* named twice: one file */
+            if (!(nv[*n] = strdup(ls->name[l]))) nv = NULL;
+            else (*n)++;
+        }
+        fl_layerset_free(ls);
+        if (!nv) {
+            fl_fail(&e, FL_ERR_NOMEM, "out of memory");
+            return cli_fail(&e);
+        }
     }
-    char list[1024] = "";
-    int shown = 0;
-    size_t k = 0;
-    for (int i = 0; i < n && shown < 8; i++) {
-        if (best > 0 && common_prefix(name, L[i].name) < best) continue;
-        k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", shown ? ", " : "", L[i].name);
-        if (k >= sizeof list) k = sizeof list - 1;
-        shown++;
-    }
-    free(L);
-    return cli_usage(o->cmd, "--layer %s: %s has no such value; %s: %s (all: flare nn info "
-                     "--model %s)", name, o->model, best ? "did you mean" : "layers are",
-                     list, o->model);
+    return CLI_OK;
 }
 
 /* out without its ".npy" suffix + "." + part + ".npy", or DIR/part.npy. */
@@ -84,23 +86,22 @@ int cmd_nn_run(const cli_opts *o) {
     fl_scale sc;
     fl_tensor x = {0};
     char **paths = NULL, *spec = NULL;
-    int rc = CLI_FAIL, nl = o->layer.n;
+    char **names = NULL; /* the layers of every --layers value, in order */
+    int rc = CLI_FAIL, nl = 0, written = -1, made_dir = 0;
     fl_threads_set((int)o->threads);
     if (o->given[F_scale] && fl_scale_parse(o->scale, &sc, &e) != FL_OK)
         return cli_usage(o->cmd, "--scale: %s", e.msg);
 
+    if (fl_file_check_writable(o->run_output, &e) != FL_OK) goto out;
     if (fl_onnx_load(o->model, &m, &e) != FL_OK) goto out;
-    for (int i = 0; i < nl; i++)
-        if (fl_model_find(m, o->layer.v[i]) < 0) {
-            rc = unknown_layer(o, m, o->layer.v[i]);
-            goto out_quiet;
-        }
+    if ((rc = layer_names(o, m, &names, &nl)) != CLI_OK) goto out_quiet;
+    rc = CLI_FAIL;
     /* File names first: two layers whose names sanitize alike get distinct files. */
     paths = calloc((size_t)nl + 1, sizeof *paths);
     if (!paths) goto oom;
     for (int i = 0; i < nl; i++) {
         char part[256], uniq[280];
-        sanitize(o->layer.v[i], part, sizeof part);
+        sanitize(names[i], part, sizeof part);
         snprintf(uniq, sizeof uniq, "%s", part);
         for (int dup = 2;; dup++) {
             if (!(paths[i] = layer_path(o, uniq))) goto oom;
@@ -111,10 +112,6 @@ int cmd_nn_run(const cli_opts *o) {
             paths[i] = NULL;
             snprintf(uniq, sizeof uniq, "%s-%d", part, dup);
         }
-    }
-    if (o->set[F_outdir] && mkdir(o->outdir, 0777) != 0 && errno != EEXIST) {
-        fl_fail(&e, FL_ERR_IO, "%s: cannot create directory: %s", o->outdir, strerror(errno));
-        goto out;
     }
     /* A plain "DIR/x.npy" would make the data module look for labels in "DIR/y.npy"; nn run
      * needs no labels, and a stale y.npy (maybe the output of an earlier run) must not fail
@@ -132,18 +129,27 @@ int cmd_nn_run(const cli_opts *o) {
     if (fl_dataset_batch(d, 0, d->n, &x, &e) != FL_OK) goto out;
     if (fl_model_forward(m, &x, &e) != FL_OK) goto out;
 
+    /* --outdir is made only once there is something to put in it */
+    if (o->set[F_outdir]) {
+        if (mkdir(o->outdir, 0777) == 0) made_dir = 1;
+        else if (errno != EEXIST) {
+            fl_fail(&e, FL_ERR_IO, "%s: cannot create directory: %s", o->outdir, strerror(errno));
+            goto out;
+        }
+    }
     const fl_tensor *y = fl_model_output(m, 0);
     if (fl_npy_write_tensor(o->run_output, y, &e) != FL_OK) goto out;
+    written = 0; /* files 0..written of the layers are in place; -o too */
     say_wrote(o->run_output, y, fl_model_output_name(m, 0));
-    for (int i = 0; i < nl; i++) {
-        const fl_tensor *t = fl_model_tensor(m, o->layer.v[i]);
+    for (int i = 0; i < nl; i++, written = i) {
+        const fl_tensor *t = fl_model_tensor(m, names[i]);
         if (!t || !t->data) {
             fl_fail(&e, FL_ERR_NOTFOUND, "%s: value %s was not computed by the forward pass",
-                    o->model, o->layer.v[i]);
+                    o->model, names[i]);
             goto out;
         }
         if (fl_npy_write_tensor(paths[i], t, &e) != FL_OK) goto out;
-        say_wrote(paths[i], t, o->layer.v[i]);
+        say_wrote(paths[i], t, names[i]);
     }
     rc = CLI_OK;
     goto out;
@@ -151,8 +157,15 @@ oom:
     fl_fail(&e, FL_ERR_NOMEM, "out of memory");
 out:
     if (rc != CLI_OK) cli_fail(&e);
+    if (rc != CLI_OK && written >= 0) { /* all the outputs or none */
+        unlink(o->run_output);
+        for (int i = 0; i < written; i++) unlink(paths[i]);
+    }
+    if (rc != CLI_OK && made_dir) rmdir(o->outdir); /* made by this run, emptied above */
 out_quiet:
     for (int i = 0; paths && i < nl; i++) free(paths[i]);
+    for (int i = 0; names && i < nl; i++) free(names[i]);
+    free(names);
     free(paths);
     free(spec);
     fl_tensor_free(&x);

@@ -1,4 +1,4 @@
-/* flare nn sa: surprise adequacy of test inputs, from a model and datasets (--model --layer
+/* flare nn sa: surprise adequacy of test inputs, from a model and datasets (--model --layers
  * --train --test) or from activation traces any framework can write (--train-ats
  * --train-pred --test-ats --test-pred); a summary table or JSON, the values as NPY, and
  * LSC/DSC coverage with --buckets. */
@@ -93,7 +93,8 @@ static fl_status model_traces(const cli_opts *o, fl_model *m, const char *spec, 
 }
 
 /* --grid: the --top most surprising inputs as a labelled image grid, most surprising first;
- * each tile says "#index", the predicted class and the SA value. */
+ * each tile is labelled as every flare grid (fl_grid_label: "#index" and the SA value, the
+ * true and the predicted class). */
 static fl_status write_grid(const cli_opts *o, const fl_dataset *d, const traces *te,
                             const double *v, fl_err *e) {
     int64_t k = o->sa_top, idx[256];
@@ -101,13 +102,13 @@ static fl_status write_grid(const cli_opts *o, const fl_dataset *d, const traces
     k = fl_select_top(v, te->n, k, 1, idx);
     if (k == 0) return fl_fail(e, FL_ERR_ARG, "--grid: no input has a finite SA value");
     fl_tensor x = {0};
-    char text[256][64];
+    char text[256][160];
     const char *labels[256];
     fl_status st = fl_dataset_gather(d, idx, k, &x, NULL, e);
     for (int64_t i = 0; i < k && st == FL_OK; i++) {
-        int p = te->pred[idx[i]];
-        const char *cls = p >= 0 && p < d->n_classes ? d->class_names[p] : "?";
-        snprintf(text[i], sizeof text[i], "#%lld %.3g\n%s", (long long)idx[i], v[idx[i]], cls);
+        char score[32];
+        snprintf(score, sizeof score, "%.3g", v[idx[i]]);
+        fl_grid_label(d, idx[i], te->pred[idx[i]], score, text[i], sizeof text[i]);
         labels[i] = text[i];
     }
     if (st == FL_OK)
@@ -258,17 +259,29 @@ int cmd_nn_sa(const cli_opts *o) {
               o->set[F_test_pred];
     int model = o->set[F_sa_model];
     if (ats == model)
-        return cli_usage(o->cmd, "give either --model (with --layer, --train, --test) or the "
+        return cli_usage(o->cmd, "give either --model (with --layers, --train, --test) or the "
                          "trace files --train-ats, --train-pred, --test-ats, --test-pred");
-    if (ats && !(o->set[F_train_ats] && o->set[F_train_pred] && o->set[F_test_ats] &&
-                 o->set[F_test_pred]))
-        return cli_usage(o->cmd, "--%s is missing: trace files come as --train-ats, --train-pred, "
-                         "--test-ats, --test-pred", !o->set[F_train_ats] ? "train-ats"
-                         : !o->set[F_train_pred] ? "train-pred" : !o->set[F_test_ats]
-                         ? "test-ats" : "test-pred");
-    if (model && !(o->set[F_sa_layer] && o->set[F_sa_train] && o->set[F_sa_test]))
-        return cli_usage(o->cmd, "--model needs --%s", !o->set[F_sa_layer] ? "layer"
-                         : !o->set[F_sa_train] ? "train" : "test");
+    /* Every missing flag of the chosen form at once. */
+    static const struct {
+        int flag;
+        const char *name;
+    } need[] = {{F_train_ats, "train-ats"}, {F_train_pred, "train-pred"}, {F_test_ats, "test-ats"},
+                {F_test_pred, "test-pred"}, {F_sa_layer, "layers"},   {F_sa_train, "train"},
+                {F_sa_test, "test"}};
+    char missing[160] = "";
+    int n_missing = 0;
+    for (int i = model ? 4 : 0; i < (model ? 7 : 4); i++) {
+        if (o->set[need[i].flag]) continue;
+        size_t k = strlen(missing);
+        snprintf(missing + k, sizeof missing - k, "%s--%s", k ? ", " : "", need[i].name);
+        n_missing++;
+    }
+    if (n_missing && ats)
+        return cli_usage(o->cmd, "%s %s missing: trace files come as --train-ats, --train-pred, "
+                         "--test-ats, --test-pred", missing, n_missing > 1 ? "are" : "is");
+    if (n_missing)
+        return cli_usage(o->cmd, "--model needs --layers, --train and --test; missing: %s",
+                         missing);
     if (o->set[F_buckets] && o->set[F_sc_lower] && o->set[F_sc_upper] &&
         !(o->sc_lower < o->sc_upper))
         return cli_usage(o->cmd, "--lower must be below --upper");
@@ -280,6 +293,10 @@ int cmd_nn_sa(const cli_opts *o) {
     fl_scale sc;
     if (model && fl_scale_parse(o->sa_scale, &sc, &e) != FL_OK)
         return cli_usage(o->cmd, "--scale: %s", e.msg);
+    cli_outs outs = {0}; /* -o and --grid: both, or neither */
+    cli_outs_add(&outs, o->sa_output);
+    cli_outs_add(&outs, o->sa_grid);
+    if (cli_outs_check(&outs, &e) != FL_OK) return cli_fail(&e);
     fl_threads_set((int)o->sa_threads);
 
     traces tr = {0}, te = {0};
@@ -319,9 +336,12 @@ int cmd_nn_sa(const cli_opts *o) {
         }
     } else {
         if (fl_onnx_load(o->sa_model, &m, &e) != FL_OK) goto out;
-        fl_layerset *ls; /* a wrong --layer is a usage error, found before any data is read */
+        fl_layerset *ls; /* a wrong --layers is a usage error, found before any data is read */
+        if ((rc = cli_layers_check(o->cmd, "layers", o->sa_model, m, o->sa_layer)) != CLI_OK)
+            goto out_quiet;
+        rc = CLI_FAIL;
         if (fl_layerset_make(m, o->sa_layer, &ls, &e) != FL_OK) {
-            rc = e.status == FL_ERR_NOTFOUND ? cli_usage(o->cmd, "--layer %s: %s", o->sa_layer,
+            rc = e.status == FL_ERR_NOTFOUND ? cli_usage(o->cmd, "--layers %s: %s", o->sa_layer,
                                                          e.msg) : cli_fail(&e);
             goto out_quiet;
         }
@@ -360,8 +380,10 @@ int cmd_nn_sa(const cli_opts *o) {
         for (int64_t i = 0; i < te.n; i++) f[i] = (float)v[i];
         int64_t shp[1] = {te.n};
         if (fl_npy_write(o->sa_output, FL_DT_F32, 1, shp, f, &e) != FL_OK) goto out;
+        cli_outs_written(&outs, o->sa_output);
     }
     if (test_set && write_grid(o, test_set, &te, v, &e) != FL_OK) goto out;
+    cli_outs_written(&outs, o->sa_grid);
     summary s;
     summarize(o, v, te.n, &s, &e, &st);
     s.n_train = tr.n;
@@ -371,6 +393,7 @@ int cmd_nn_sa(const cli_opts *o) {
 out:
     if (rc != CLI_OK) cli_fail(&e);
 out_quiet:
+    if (rc != CLI_OK) cli_outs_undo(&outs);
     traces_free(&tr);
     traces_free(&te);
     fl_sa_free(sa);

@@ -77,7 +77,12 @@ int cmd_nn_select(const cli_opts *o) {
     fl_selection *s = NULL;
     const fl_scale *scp = o->given[F_lrp_scale] ? &sc : NULL;
     int rc = CLI_FAIL;
+    /* the images, .idx.npy and .png go to one folder: one check before any work */
+    if (fl_file_check_writable(o->sel_output, &e) != FL_OK) goto out;
     if (fl_onnx_load(o->lrp_model, &m, &e) != FL_OK) goto out;
+    if (so.layers && (rc = cli_layers_check(o->cmd, "layers", o->lrp_model, m, so.layers)) != CLI_OK)
+        goto out_quiet;
+    rc = CLI_FAIL;
     if (fl_dataset_load(o->sel_data, scp, o->lrp_limit, &d, &e) != FL_OK) goto out;
     if (st_kind) {
         if (fl_important_load(o->sel_important, &imp, &e) != FL_OK) goto out;
@@ -89,11 +94,12 @@ int cmd_nn_select(const cli_opts *o) {
     if (s->n < o->sel_n)
         cli_note("only %lld inputs qualify; selected them all\n", (long long)s->n);
     if (fl_selection_save(s, d, o->sel_output, &e) != FL_OK) goto out;
-    if (!o->quiet) print_selection(o, s, d);
+    print_selection(o, s, d);
     cli_note("\nwrote %s (images), its .idx.npy (indices) and .png (grid)\n", o->sel_output);
     rc = CLI_OK;
 out:
     if (rc != CLI_OK) cli_fail(&e);
+out_quiet:
     fl_selection_free(s);
     fl_important_free(imp);
     fl_dataset_free(tr);

@@ -1,8 +1,11 @@
 /* flare nn train: build a zoo network, train it with fl_train, save it as ONNX.
  *
  * The command's own work is presentation: the seed line, the progress bar, one line per
- * epoch on stdout and the JSON-lines statistics file (format in docs/cli.md). */
+ * epoch on stdout and the JSON-lines statistics file (format in docs/cli.md), and Ctrl-C:
+ * training stops after the current batch, the model of the last finished epoch is written
+ * and the statistics file ends with an "interrupted" end line; exit status 130. */
 #include <cjson/cJSON.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -12,6 +15,12 @@
 #include "cli/progress.h"
 #include "flare/onnx.h"
 #include "flare/train.h"
+
+static volatile int stop_flag;
+static void on_sigint(int sig) {
+    (void)sig;
+    stop_flag = 1;
+}
 
 typedef struct train_ctx {
     cli_progress bar;
@@ -155,6 +164,15 @@ int cmd_nn_train(const cli_opts *o) {
         scp = &sc;
     }
 
+    stats_path = o->set[F_stats] ? strdup(o->stats) : default_stats_path(o->output);
+    if (!stats_path) {
+        fl_fail(&e, FL_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    /* both outputs can be written: found before the data is read and the training runs */
+    if (fl_file_check_writable(o->output, &e) != FL_OK ||
+        fl_file_check_writable(stats_path, &e) != FL_OK)
+        goto out;
     if (fl_dataset_load(o->train_data, scp, o->limit, &tr, &e) != FL_OK) goto out;
     if (o->set[F_test_data]) {
         if (strcmp(o->test_data, "none")) test_spec = strdup(o->test_data);
@@ -170,11 +188,6 @@ int cmd_nn_train(const cli_opts *o) {
     cli_note("%s, lr %g, batch %d, %d epoch%s\n", fl_optim_name(to.optim), (double)to.lr,
              to.batch, to.epochs, to.epochs == 1 ? "" : "s");
 
-    stats_path = o->set[F_stats] ? strdup(o->stats) : default_stats_path(o->output);
-    if (!stats_path) {
-        fl_fail(&e, FL_ERR_NOMEM, "out of memory");
-        goto out;
-    }
     ctx.stats = fopen(stats_path, "w");
     if (!ctx.stats) {
         fl_fail(&e, FL_ERR_IO, "%s: cannot write the statistics file", stats_path);
@@ -213,18 +226,43 @@ int cmd_nn_train(const cli_opts *o) {
     snprintf(label, sizeof label, "epoch 1/%d", to.epochs);
     progress_start(&ctx.bar, stderr, label, tr->n, "img", o->quiet);
     double t0 = fl_now();
+    /* Ctrl-C: a clean stop (a second one kills: SA_RESETHAND) */
+    struct sigaction sa = {0}, old;
+    sa.sa_handler = on_sigint;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old);
+    to.stop = &stop_flag;
     fl_status st = fl_train(m, tr, te, &to, &e);
+    sigaction(SIGINT, &old, NULL);
     progress_clear(&ctx.bar);
     if (st != FL_OK) goto out;
-    if (fl_onnx_save(m, o->output, &e) != FL_OK) goto out;
+    int stopped = stop_flag && ctx.last.epoch < to.epochs, kept = ctx.last.epoch;
+    if (stopped && kept == 0)
+        fprintf(stderr, "stopped by Ctrl-C during epoch 1: no epoch finished, no model written\n");
+    else if (fl_onnx_save(m, o->output, &e) != FL_OK)
+        goto out;
+    else if (stopped)
+        fprintf(stderr, "stopped by Ctrl-C during epoch %d/%d: wrote %s, the model after epoch "
+                "%d\n", kept + 1, to.epochs, o->output, kept);
 
     j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "event", "end");
-    cJSON_AddStringToObject(j, "model", o->output);
+    if (stopped && kept == 0) cJSON_AddNullToObject(j, "model");
+    else cJSON_AddStringToObject(j, "model", o->output);
+    if (stopped) {
+        cJSON_AddBoolToObject(j, "interrupted", 1);
+        cJSON_AddNumberToObject(j, "epochs_done", kept);
+    }
     cJSON_AddNumberToObject(j, "seconds", round_to(fl_now() - t0, 1e-3));
-    cJSON_AddNumberToObject(j, "train_loss", ctx.last.train_loss);
-    cJSON_AddNumberToObject(j, "train_acc", ctx.last.train_acc);
-    if (te) {
+    if (kept > 0) {
+        cJSON_AddNumberToObject(j, "train_loss", ctx.last.train_loss);
+        cJSON_AddNumberToObject(j, "train_acc", ctx.last.train_acc);
+    } else { /* stopped in epoch 1: nothing measured */
+        cJSON_AddNullToObject(j, "train_loss");
+        cJSON_AddNullToObject(j, "train_acc");
+    }
+    if (te && kept > 0) {
         cJSON_AddNumberToObject(j, "test_loss", ctx.last.test_loss);
         cJSON_AddNumberToObject(j, "test_acc", ctx.last.test_acc);
     } else {
@@ -232,12 +270,12 @@ int cmd_nn_train(const cli_opts *o) {
         cJSON_AddNullToObject(j, "test_acc");
     }
     stats_line(ctx.stats, j);
-    cli_note("wrote %s (statistics: %s)\n", o->output, stats_path);
-    rc = CLI_OK;
+    if (!stopped) cli_note("wrote %s (statistics: %s)\n", o->output, stats_path);
+    rc = stopped ? CLI_INTERRUPTED : CLI_OK;
 out:
     progress_clear(&ctx.bar);
     if (ctx.stats) fclose(ctx.stats);
-    if (rc != CLI_OK) cli_fail(&e);
+    if (rc == CLI_FAIL) cli_fail(&e);
     free(test_spec);
     free(stats_path);
     fl_model_free(m);

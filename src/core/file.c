@@ -100,12 +100,41 @@ fl_status fl_file_parse(const char *path, fl_parse_fn parse, void *out, fl_err *
 static int durable = 1;
 void fl_file_durable(int on) { durable = on; }
 
+fl_status fl_file_check_writable(const char *path, fl_err *e) {
+    struct stat st;
+    if (!*path) return fl_fail(e, FL_ERR_ARG, "empty file name");
+    size_t n = strlen(path);
+    if (path[n - 1] == '/' || (stat(path, &st) == 0 && S_ISDIR(st.st_mode)))
+        return fl_fail(e, FL_ERR_IO, "%s is a directory", path);
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == path) snprintf(dir, sizeof dir, "/");
+    else if ((size_t)(slash - path) >= sizeof dir)
+        return fl_fail(e, FL_ERR_ARG, "%s: path too long", path);
+    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    if (stat(dir, &st) != 0) {
+        if (errno == ENOENT)
+            return fl_fail(e, FL_ERR_IO, "%s: parent folder %s does not exist", path, dir);
+        return fl_fail(e, FL_ERR_IO, "%s: parent folder %s: %s", path, dir, strerror(errno));
+    }
+    if (!S_ISDIR(st.st_mode)) return fl_fail(e, FL_ERR_IO, "%s: %s is not a folder", path, dir);
+    if (access(dir, W_OK) != 0)
+        return fl_fail(e, FL_ERR_IO, "%s: folder %s is not writable", path, dir);
+    return FL_OK;
+}
+
 fl_status fl_file_write_atomic(const char *path, const void *buf, size_t len, fl_err *e) {
     char tmp[4096];
     if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
         return fl_fail(e, FL_ERR_ARG, "%s: path too long", path);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) return fl_fail(e, FL_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
+    if (fd < 0) { /* the temporary file is ours: the reason is told about path */
+        int err = errno;
+        fl_status st = fl_file_check_writable(path, e);
+        if (st != FL_OK) return st;
+        return fl_fail(e, FL_ERR_IO, "%s: cannot create: %s", path, strerror(err));
+    }
     const uint8_t *p = buf;
     size_t left = len;
     while (left > 0) {
@@ -115,18 +144,20 @@ fl_status fl_file_write_atomic(const char *path, const void *buf, size_t len, fl
             int err = errno;
             close(fd);
             unlink(tmp);
-            return fl_fail(e, FL_ERR_IO, "%s: write failed: %s", tmp, strerror(err));
+            return fl_fail(e, FL_ERR_IO, "%s: write failed: %s", path, strerror(err));
         }
         p += w;
         left -= (size_t)w;
     }
     if ((durable && fsync(fd) != 0) || close(fd) != 0) {
+        int err = errno;
         unlink(tmp);
-        return fl_fail(e, FL_ERR_IO, "%s: cannot flush: %s", tmp, strerror(errno));
+        return fl_fail(e, FL_ERR_IO, "%s: cannot flush: %s", path, strerror(err));
     }
     if (rename(tmp, path) != 0) {
         int err = errno;
         unlink(tmp);
+        if (err == EISDIR) return fl_fail(e, FL_ERR_IO, "%s is a directory", path);
         return fl_fail(e, FL_ERR_IO, "%s: cannot rename into place: %s", path, strerror(err));
     }
     return FL_OK;

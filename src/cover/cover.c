@@ -31,6 +31,7 @@ void fl_cover_free(fl_cover *c) {
     free(c->key_store);
     free(c->scratch);
     free(c->spec);
+    free(c->detail);
     if (c->view) fl_cover_view_free(c->view);
     free(c->view);
     free(c);
@@ -208,6 +209,10 @@ fl_status fl_cover_clone(const fl_cover *src, fl_cover **out, fl_err *e) {
     c->params_ref = src->params_ref;
     ++*c->params_ref;
     c->spec = strdup(src->spec);
+    if (src->detail && !(c->detail = strdup(src->detail))) {
+        fl_cover_free(c);
+        return nomem(e, src->spec);
+    }
     c->total = src->total;
     c->keyed = src->keyed;
     c->key_bytes = src->key_bytes;

@@ -143,6 +143,22 @@ fl_status fl_image_grid_write(const char *path, const float *imgs, int n, int c,
     return st;
 }
 
+/* A class's name, or its number when the dataset has no names for it. */
+static const char *class_text(const fl_dataset *d, int k, char *buf, size_t n) {
+    if (k < 0) return "?";
+    if (k < d->n_classes && d->class_names && d->class_names[k]) return d->class_names[k];
+    snprintf(buf, n, "%d", k);
+    return buf;
+}
+
+void fl_grid_label(const fl_dataset *d, int64_t index, int pred, const char *extra, char *buf,
+                   size_t n) {
+    char tb[16], pb[16];
+    int y = d->y && index >= 0 && index < d->n ? d->y[index] : -1;
+    snprintf(buf, n, "#%lld%s%s\n%s\n->%s", (long long)index, extra ? " " : "", extra ? extra : "",
+             class_text(d, y, tb, sizeof tb), class_text(d, pred, pb, sizeof pb));
+}
+
 fl_status fl_image_grid_write_scaled(const char *path, const float *imgs, int n, int c, int h,
                                      int w, int cols, const char *const *labels,
                                      const fl_scale *scale, fl_err *e) {

@@ -46,6 +46,12 @@ void fl_model_free(fl_model *m) {
     free(m->nodes);
     free(m->touched);
     free(m->producer_name);
+    free(m->path);
+    for (int i = 0; i < 8; i++)
+        for (int d = 0; d < FL_MAX_DIMS; d++) {
+            free(m->input_dim_name[i][d]);
+            free(m->output_dim_name[i][d]);
+        }
     for (int i = 0; i < m->n_meta; i++) free(m->meta_key[i]), free(m->meta_val[i]);
     free(m->meta_key);
     free(m->meta_val);

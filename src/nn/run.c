@@ -50,7 +50,21 @@ static fl_status run_nodes(fl_model *m, int plan, fl_err *e) {
     return FL_OK;
 }
 
+static fl_status forward(fl_model *m, int n, const fl_tensor *xs, fl_err *e);
+
+/* An input or shape that does not fit the model is told with the model's file, when known:
+ * the message is read by someone who may have several models at hand. */
 fl_status fl_model_forward_multi(fl_model *m, int n, const fl_tensor *xs, fl_err *e) {
+    fl_status st = forward(m, n, xs, e);
+    if (st != FL_OK && m->path && e && st != FL_ERR_NOMEM) {
+        char msg[sizeof e->msg];
+        memcpy(msg, e->msg, sizeof msg);
+        fl_fail(e, st, "%s: %s", m->path, msg);
+    }
+    return st;
+}
+
+static fl_status forward(fl_model *m, int n, const fl_tensor *xs, fl_err *e) {
     if (n != m->n_inputs)
         return fl_fail(e, FL_ERR_ARG, "model has %d inputs, %d given", m->n_inputs, n);
     int plan = !m->planned || m->planned_threads != fl_threads_get();

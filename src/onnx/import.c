@@ -110,6 +110,22 @@ static fl_status read_value_info(loader *L, const Onnx__ValueInfoProto *vi, cons
     return FL_OK;
 }
 
+/* The names of vi's symbolic dimensions (dim_param) into names[d], NULL elsewhere: nn info
+ * shows them as the file declares them. */
+static fl_status dim_names(loader *L, const Onnx__ValueInfoProto *vi, char **names) {
+    const Onnx__TypeProto *tp = vi->type;
+    const Onnx__TensorShapeProto *sp = tp && tp->tensor_type ? tp->tensor_type->shape : NULL;
+    for (size_t d = 0; sp && d < sp->n_dim && d < FL_MAX_DIMS; d++) {
+        const Onnx__TensorShapeProto__Dimension *dim = sp->dim[d];
+        if (!dim || dim->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM ||
+            !dim->dim_param || !*dim->dim_param)
+            continue;
+        if (!(names[d] = strdup(dim->dim_param)))
+            return fl_fail(L->e, FL_ERR_NOMEM, "%s: out of memory", L->file);
+    }
+    return FL_OK;
+}
+
 static int is_initializer(const Onnx__GraphProto *g, const char *name) {
     for (size_t i = 0; i < g->n_initializer; i++)
         if (g->initializer[i] && g->initializer[i]->name && strcmp(g->initializer[i]->name, name) == 0)
@@ -133,6 +149,7 @@ static fl_status add_graph_inputs(loader *L, int *ins, int *n_ins) {
         int v = fl_model_add_value(L->m, vi->name, FL_VAL_INPUT, &decl, L->e);
         if (v < 0) return with_file(L, L->e->status);
         L->m->values[v].onnx_dtype = dt;
+        if ((st = dim_names(L, vi, L->m->input_dim_name[*n_ins])) != FL_OK) return st;
         ins[(*n_ins)++] = v;
     }
     return FL_OK;
@@ -451,6 +468,9 @@ static fl_status set_outputs(loader *L, const int *ins, int n_ins) {
         fl_status st = read_value_info(L, vi, "output", &dt, &decl);
         if (st != FL_OK) return st;
         if (L->m->values[v].kind == FL_VAL_ACT) L->m->values[v].onnx_dtype = dt;
+        L->m->output_decl_ndim[i] = decl.ndim;
+        memcpy(L->m->output_decl_shape[i], decl.shape, sizeof decl.shape);
+        if ((st = dim_names(L, vi, L->m->output_dim_name[i])) != FL_OK) return st;
         outs[i] = v;
     }
     return fl_model_set_io(L->m, n_ins, ins, (int)L->g->n_output, outs, L->e);
@@ -512,5 +532,10 @@ fl_status fl_onnx_load(const char *path, fl_model **out, fl_err *e) {
     if (st != FL_OK) return st;
     st = fl_onnx_load_buffer(buf, len, path, out, e);
     free(buf);
+    if (st == FL_OK && !((*out)->path = strdup(path))) {
+        fl_model_free(*out);
+        *out = NULL;
+        return fl_fail(e, FL_ERR_NOMEM, "%s: out of memory", path);
+    }
     return st;
 }

@@ -20,6 +20,7 @@
  * cache inside it while scoring, so clones must not be updated from two threads at once.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -153,8 +154,12 @@ static fl_status sc_init(fl_cover *c, const fl_cover_ctx *ctx, const char *arg, 
     }
     if (st == FL_OK) st = fl_sc_new((int)k, lower, upper, FL_SC_SADL, &p->sc, e);
     if (st != FL_OK) return st;
-    fl_log(2, "%s: layer '%s' (%lld neurons), %lld buckets over [%g, %g]\n", c->spec,
-           ls->name[li], (long long)p->width, (long long)k, lower, upper);
+    char detail[512];
+    snprintf(detail, sizeof detail, "layer %s (%lld neurons), %lld buckets over [%.6g, %.6g]%s",
+             ls->name[li], (long long)p->width, (long long)k, lower, upper,
+             bounds ? "" : " (bounds from 1000 training inputs' SA)");
+    if (!(c->detail = strdup(detail))) return fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    fl_log(2, "%s: %s\n", c->spec, c->detail);
     int64_t items = k + 1;
     return fl_cover_layout(c, 1, (const char *const *)&ls->name[li], &items, e);
 }

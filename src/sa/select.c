@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "flare/sa.h"
 #include "flare/select.h"
@@ -437,21 +438,23 @@ fl_status fl_selection_save(const fl_selection *s, const fl_dataset *test, const
     fl_status st = idx_path && png && labels ? FL_OK : fl_fail(e, FL_ERR_NOMEM, "out of memory");
     if (st == FL_OK) st = fl_dataset_gather(test, s->index, s->n, &x, NULL, e);
     if (st == FL_OK) st = fl_npy_write_tensor(images_path, &x, e);
+    int images_written = st == FL_OK, idx_written = 0;
     if (st == FL_OK)
         st = fl_npy_write(idx_path, FL_DT_I64, 1, (int64_t[]){s->n}, s->index, e);
+    idx_written = images_written && st == FL_OK;
     for (int64_t j = 0; st == FL_OK && j < s->n; j++) {
-        int y = test->y ? test->y[s->index[j]] : -1;
-        int c = y >= 0 ? y : s->pred[j];
-        const char *name = c >= 0 && c < test->n_classes && test->class_names ? test->class_names[c] : "";
-        char buf[96], pred[16] = "";
-        if (y >= 0 && s->pred[j] != y) snprintf(pred, sizeof pred, " p=%d", (int)s->pred[j]);
-        snprintf(buf, sizeof buf, "#%lld%s\n%.40s", (long long)s->index[j], pred, name);
+        char buf[160];
+        fl_grid_label(test, s->index[j], s->pred[j], NULL, buf, sizeof buf);
         if (!(labels[j] = strdup(buf))) st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
     }
     if (st == FL_OK)
         st = fl_image_grid_write_scaled(png, x.data, (int)s->n, test->c, test->h, test->w,
                                         s->n < 10 ? (int)s->n : 10, (const char *const *)labels,
                                         &test->scale, e);
+    if (st != FL_OK && idx_path && png) { /* the three files or none (each written atomically) */
+        if (images_written) unlink(images_path);
+        if (idx_written) unlink(idx_path);
+    }
     for (int64_t j = 0; labels && j < s->n; j++) free(labels[j]);
     free(labels), free(idx_path), free(png);
     fl_tensor_free(&x);

@@ -55,6 +55,7 @@ typedef struct run {
     int32_t *y;      /* [B] batch labels */
     fl_tensor dy;    /* [B,C] logits gradient (allocated after the first forward, once C is known) */
     fl_optim *opt;
+    float *snap;     /* with o->stop: the initializers after the last finished epoch */
 } run;
 
 static void run_free(run *r) {
@@ -63,6 +64,7 @@ static void run_free(run *r) {
     free(r->y);
     fl_tensor_free(&r->dy);
     fl_optim_free(r->opt);
+    free(r->snap);
 }
 
 /* A [nb, ...] view of the first nb rows of a [B, ...] buffer. */
@@ -110,6 +112,27 @@ static fl_status train_batch(fl_model *m, const fl_dataset *d, const fl_train_op
     return FL_OK;
 }
 
+/* The model's initializers (parameters, BatchNorm's running statistics) after the last
+ * finished epoch, for a stop in the middle of the next one (only kept with o->stop). */
+static fl_status snapshot(fl_model *m, run *r, int restore, fl_err *e) {
+    int64_t n = 0;
+    for (int i = 0; i < m->n_values; i++)
+        if (m->values[i].kind == FL_VAL_PARAM || m->values[i].kind == FL_VAL_CONST)
+            n += m->values[i].t.data ? m->values[i].t.size : 0;
+    if (!r->snap && !(r->snap = malloc(sizeof(float) * (size_t)(n ? n : 1))))
+        return fl_fail(e, FL_ERR_NOMEM, "train: out of memory for the epoch snapshot");
+    float *p = r->snap;
+    for (int i = 0; i < m->n_values; i++) {
+        fl_tensor *t = &m->values[i].t;
+        if ((m->values[i].kind != FL_VAL_PARAM && m->values[i].kind != FL_VAL_CONST) || !t->data)
+            continue;
+        if (restore) memcpy(t->data, p, sizeof(float) * (size_t)t->size);
+        else memcpy(p, t->data, sizeof(float) * (size_t)t->size);
+        p += t->size;
+    }
+    return FL_OK;
+}
+
 static fl_status train_epochs(fl_model *m, const fl_dataset *d, const fl_dataset *test,
                               const fl_train_opts *o, run *r, fl_err *e) {
     fl_rng rng;
@@ -117,6 +140,8 @@ static fl_status train_epochs(fl_model *m, const fl_dataset *d, const fl_dataset
     fl_rng_seed(&m->rng, o->seed ^ 0x5eed0f0d40a7ull);
     int C = 0, every = o->progress_every > 0 ? o->progress_every : 20;
     float lr = o->lr;
+    fl_status sst = o->stop ? snapshot(m, r, 0, e) : FL_OK;
+    if (sst != FL_OK) return sst;
     for (int ep = 1; ep <= o->epochs; ep++) {
         double t0 = fl_now(), loss_sum = 0;
         int64_t correct = 0, done = 0;
@@ -130,6 +155,7 @@ static fl_status train_epochs(fl_model *m, const fl_dataset *d, const fl_dataset
             /* the class count is known now: check the test labels before spending an epoch */
             if (st == FL_OK && !hadC && test) st = fl__check_labels(test, C, "test set", e);
             if (st != FL_OK) return st;
+            if (o->stop && *o->stop) return snapshot(m, r, 1, e);
             done += nb;
             if (o->progress && (k % every == 0 || done == d->n)) {
                 double dt = fl_now() - t0;
@@ -148,6 +174,7 @@ static fl_status train_epochs(fl_model *m, const fl_dataset *d, const fl_dataset
             fl_eval_result_free(&er);
         }
         s.seconds = fl_now() - t0;
+        if (o->stop && (sst = snapshot(m, r, 0, e)) != FL_OK) return sst;
         if (o->on_epoch) o->on_epoch(&s, o->user);
         if (o->lr_decay > 0 && o->lr_decay != 1) {
             lr *= o->lr_decay;

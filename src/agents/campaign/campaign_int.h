@@ -225,5 +225,8 @@ void camp_fail(camp *cp, const fl_err *e);
 /* Load the seeds of in_dir (or, resuming, the queue and the saved findings of out_dir) and
  * run each once. A worker's target and trace are passed in. */
 fl_status camp_load_corpus(camp *cp, fl_target *t, fl_trace *tr, fl_rng *trace_rng, fl_err *e);
+/* The seeds of in_dir read and parsed, then dropped: an empty folder or a bad seed fails the
+ * campaign before anything is created in -o. */
+fl_status camp_seeds_check(const char *in_dir, fl_err *e);
 
 #endif

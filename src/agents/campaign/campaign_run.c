@@ -109,6 +109,7 @@ static fl_status setup(camp *cp, const fl_campaign_opts *o, fl_err *e) {
     struct stat sb; /* a wrong -i fails before anything is created in -o */
     if (strcmp(o->in_dir, "-") && (stat(o->in_dir, &sb) != 0 || !S_ISDIR(sb.st_mode)))
         return fl_fail(e, FL_ERR_NOTFOUND, "-i %s: not a folder of seed files", o->in_dir);
+    if (strcmp(o->in_dir, "-") && (st = camp_seeds_check(o->in_dir, e))) return st;
     if ((st = camp_otlp_start(cp, e))) return st; /* a port in use fails before -o is made */
     if ((st = od_prepare(o->out_dir, !strcmp(o->in_dir, "-"), e))) return st;
     if ((st = camp_llm_start(cp, e))) return st; /* its cache may live in -o */

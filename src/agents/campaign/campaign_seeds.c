@@ -44,16 +44,40 @@ static fl_status read_case(const char *path, fl_case **c, fl_err *e) {
     return fl_file_parse(path, parse_seed, c, e);
 }
 
+/* Every seed file of in_dir, read and parsed: l lists them, (*cs)[i] is l.v[i]'s case. A
+ * folder without seeds or with a bad one is an error; what was read is then still in l and
+ * *cs for the caller to free. */
+static fl_status read_seeds(const char *in_dir, camp_paths *l, fl_case ***cs, fl_err *e) {
+    fl_status st = camp_paths_list(in_dir, l, 8, NULL, e); /* AFL++ reads -i recursively */
+    if (!st && l->n == 0)
+        st = fl_fail(e, FL_ERR_NOTFOUND, "%s: no seed files (text files with one instruction "
+                     "each, or JSON requests {\"turns\":[...]})", in_dir);
+    *cs = l->n ? calloc((size_t)l->n, sizeof **cs) : NULL;
+    if (!st && !*cs) st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    for (int i = 0; !st && i < l->n; i++) st = read_case(l->v[i], &(*cs)[i], e);
+    return st;
+}
+
+static void free_seeds(camp_paths *l, fl_case **cs) {
+    for (int i = 0; cs && i < l->n; i++) fl_case_free(cs[i]);
+    free(cs);
+    camp_paths_free(l);
+}
+
+fl_status camp_seeds_check(const char *in_dir, fl_err *e) {
+    camp_paths l = {0};
+    fl_case **cs = NULL;
+    fl_status st = read_seeds(in_dir, &l, &cs, e);
+    free_seeds(&l, cs);
+    return st;
+}
+
 static fl_status load_seeds(camp *cp, fl_target *t, fl_trace *tr, fl_rng *trace_rng, fl_err *e) {
     camp_paths l = {0};
-    fl_status st = camp_paths_list(cp->o->in_dir, &l, 8, NULL, e); /* AFL++ reads -i recursively */
-    if (!st && l.n == 0)
-        st = fl_fail(e, FL_ERR_NOTFOUND, "%s: no seed files (text files with one instruction "
-                     "each, or JSON requests {\"turns\":[...]})", cp->o->in_dir);
-    /* every seed is read before any runs: a bad one fails the start with nothing written */
-    fl_case **cs = l.n ? calloc((size_t)l.n, sizeof *cs) : NULL;
-    if (!st && !cs) st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
-    for (int i = 0; !st && i < l.n; i++) st = read_case(l.v[i], &cs[i], e);
+    fl_case **cs = NULL;
+    /* every seed is read before any runs (setup checked them before -o was made: the files may
+     * have changed since) */
+    fl_status st = read_seeds(cp->o->in_dir, &l, &cs, e);
     size_t skip = strlen(cp->o->in_dir) + 1;
     for (int i = 0; !st && i < l.n; i++) {
         char orig[160], name[256];
@@ -62,9 +86,7 @@ static fl_status load_seeds(camp *cp, fl_target *t, fl_trace *tr, fl_rng *trace_
         st = run_entry(cp, t, tr, trace_rng, cs[i], name, -1, 1, e);
         cs[i] = NULL; /* run_entry owns it */
     }
-    for (int i = 0; cs && i < l.n; i++) fl_case_free(cs[i]);
-    free(cs);
-    camp_paths_free(&l);
+    free_seeds(&l, cs);
     return st;
 }
 

@@ -85,11 +85,22 @@ done
 if $flare nn quality --help >/dev/null 2>&1; then
   d=$out/lenet5
   for s in deephunter dlfuzz; do
-    [ -d "$out/$s" ] || $flare nn fuzz -m "$d/m.onnx" -i fashion-mnist:test --select random -n 100 \
+    [ -d "$out/$s" ] || $flare nn fuzz -m "$d/m.onnx" -i fashion-mnist:test --select random -N 100 \
       --strategy "$s" -E 300000 -o "$out/$s" -s 1 -q >/dev/null
   done
-  $flare nn quality --real fashion-mnist:test --fake "$d/long/queue" --fake "$out/lenet1/long/queue" --fake "$out/deephunter/failures" \
-    --fake "$out/dlfuzz/failures" --features "$d/m.onnx" --json -o "$out/quality.json" >"$out/quality.txt" 2>&1 || true
-  { echo "### IS / FID (features: the LeNet-5's penultimate layer)"; echo; echo '```'; cat "$out/quality.txt"; echo '```'; } >>"$md"
+  $flare nn quality --real fashion-mnist:test --fake "$d/long/queue" --fake "$out/lenet1/long/queue" \
+    --fake "$out/deephunter/failures" --fake "$out/dlfuzz/failures" --features "$d/m.onnx" --json \
+    -o "$out/quality.json" -q >/dev/null
+  py '
+import json, sys
+q = json.load(open(sys.argv[1]))
+print("### IS / FID (features: %s of the LeNet-5 above, %d values)\n" % (q["layer"], q["dim"]))
+print("| set | images | IS | FID against the test set |")
+print("|---|---:|---:|---:|")
+r = q["real"]
+print("| %s (real) | %d | %.2f ± %.2f | - |" % (r["spec"], r["n"], r["is"], r["is_std"]))
+for f in q["fake"]:
+    print("| %s | %d | %.2f ± %.2f | %.1f |" % (f["spec"], f["n"], f["is"], f["is_std"], f["fid"]))
+' "$out/quality.json" >>"$md"
 fi
 cat "$md"

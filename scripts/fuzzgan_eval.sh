@@ -54,7 +54,7 @@ for arch in lenet1 lenet5; do
   # 4. retraining on a long campaign's failures
   rm -rf "$d/long"
   $flare gan fuzz -m "$d/m.onnx" -g "$d/gen.onnx" --max-suite 3000 -o "$d/long" -s 1 -q >/dev/null
-  $flare nn retrain -m "$d/m.onnx" -x "$d/long" -o "$d/retrained.onnx" -q >"$d/retrain.txt" 2>&1 || true
+  $flare nn retrain -m "$d/m.onnx" --extra "$d/long" -o "$d/retrained.onnx" -q >"$d/retrain.txt" 2>&1 || true
   py '
 import json, statistics as st, sys
 arch, acc, last, tsv, secs, epochs, retrain, longsum = sys.argv[1:9]

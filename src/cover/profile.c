@@ -218,8 +218,9 @@ static int get(rbuf *r, void *dst, size_t n) {
     return 1;
 }
 
-static fl_status parse(const char *path, const uint8_t *buf, size_t len, fl_profile **out,
-                       fl_err *e) {
+/* An fl_parse_fn: the profile file in buf into *(fl_profile **)vout. */
+static fl_status parse(const uint8_t *buf, size_t len, const char *path, void *vout, fl_err *e) {
+    fl_profile **out = vout;
     rbuf r = {buf, len, 0};
     char magic[8];
     uint32_t ver, nl;
@@ -302,13 +303,7 @@ static fl_status parse(const char *path, const uint8_t *buf, size_t len, fl_prof
 
 fl_status fl_profile_load(const char *path, fl_profile **out, fl_err *e) {
     *out = NULL;
-    uint8_t *buf;
-    size_t len;
-    fl_status st = fl_file_read(path, &buf, &len, e);
-    if (st != FL_OK) return st;
-    st = parse(path, buf, len, out, e);
-    free(buf);
-    return st;
+    return fl_file_parse(path, parse, out, e);
 }
 
 char *fl_profile_layers(const fl_profile *p) {

@@ -93,23 +93,29 @@ static fl_status bn_shape(fl_model *m, fl_node *n, fl_err *e) {
     return FL_OK;
 }
 
+/* y = a[c] * x + b[c] per channel: both modes end here, with their own a and b. */
+static void bn_apply(const bn_state *s, const float *x, float *y, int64_t N) {
+    const int64_t C = s->C, inner = s->inner;
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t c = 0; c < C; c++) {
+            const float *xp = x + (i * C + c) * inner;
+            float *yp = y + (i * C + c) * inner, a = s->a[c], b = s->b[c];
+            for (int64_t j = 0; j < inner; j++) yp[j] = a * xp[j] + b;
+        }
+}
+
 static void bn_forward_inference(fl_model *m, fl_node *n) {
     bn_state *s = n->state;
     const fl_tensor *x = fl_in(m, n, 0);
     const float *scale = fl_in(m, n, 1)->data, *bias = fl_in(m, n, 2)->data;
     const float *mean = fl_in(m, n, 3)->data, *var = fl_in(m, n, 4)->data;
     float *y = fl_out(m, n, 0)->data;
-    int64_t C = s->C, inner = s->inner, N = x->shape[0];
+    int64_t C = s->C, N = x->shape[0];
     for (int64_t c = 0; c < C; c++) {
         s->a[c] = scale[c] / sqrtf(var[c] + s->eps);
         s->b[c] = bias[c] - mean[c] * s->a[c];
     }
-    for (int64_t i = 0; i < N; i++)
-        for (int64_t c = 0; c < C; c++) {
-            const float *xp = x->data + (i * C + c) * inner;
-            float *yp = y + (i * C + c) * inner, a = s->a[c], b = s->b[c];
-            for (int64_t j = 0; j < inner; j++) yp[j] = a * xp[j] + b;
-        }
+    bn_apply(s, x->data, y, N);
 }
 
 static void bn_forward_training(fl_model *m, fl_node *n) {
@@ -146,12 +152,7 @@ static void bn_forward_training(fl_model *m, fl_node *n) {
             var[c] = mom * var[c] + (1 - mom) * (float)unbiased;
         }
     }
-    for (int64_t i = 0; i < N; i++)
-        for (int64_t c = 0; c < C; c++) {
-            const float *xp = x->data + (i * C + c) * inner;
-            float *yp = y + (i * C + c) * inner, a = s->a[c], b = s->b[c];
-            for (int64_t j = 0; j < inner; j++) yp[j] = a * xp[j] + b;
-        }
+    bn_apply(s, x->data, y, N);
 }
 
 static void bn_forward(fl_model *m, fl_node *n) {

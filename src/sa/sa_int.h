@@ -79,6 +79,10 @@ static inline int fl__sa_block(int64_t m, int max) {
     return b > max ? max : b < 1 ? 1 : (int)b;
 }
 
+/* min_j (row[j] + xn[j] + c) over nb values; out (NULL, or row itself) receives the sums
+ * (sa_rowmin.c: the GEMM blocks' squared distances). */
+float fl__sa_row_min(const float *row, const float *xn, float c, int nb, float *out);
+
 /* Squared norm of a float row, summed in double. */
 static inline double fl__sa_sqnorm(const float *x, int64_t d) {
     double s = 0;

@@ -37,30 +37,6 @@
 static _Atomic int all_exact; /* fl__sa_lsa_all_exact */
 void fl__sa_lsa_all_exact(int on) { all_exact = on; }
 
-/* row[j] = row[j] + xn[j] + qn (the squared distances of one input to a block of training
- * traces, from -2 q.x); returns their minimum. */
-FL_HOT_CLONES
-static float lsa_dist_row(float *row, const float *xn, float qn, int nb) {
-    fl__v8f m = {INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY};
-    int j = 0;
-    for (; j + 8 <= nb; j += 8) {
-        fl__v8f v, x;
-        memcpy(&v, row + j, sizeof v);
-        memcpy(&x, xn + j, sizeof x);
-        v = v + x + qn;
-        memcpy(row + j, &v, sizeof v);
-        fl__v8i lt = v < m;
-        m = (fl__v8f)(((fl__v8i)v & lt) | ((fl__v8i)m & ~lt));
-    }
-    float r = INFINITY;
-    for (int l = 0; l < 8; l++) r = m[l] < r ? m[l] : r;
-    for (; j < nb; j++) {
-        row[j] += xn[j] + qn;
-        r = row[j] < r ? row[j] : r;
-    }
-    return r;
-}
-
 typedef double v4d __attribute__((vector_size(32)));
 typedef int64_t v4l __attribute__((vector_size(32)));
 typedef float v4f __attribute__((vector_size(16)));
@@ -289,7 +265,7 @@ static void lsa_range(void *ctx, int64_t b0, int64_t b1, int tid) {
                 float *row = buf + (int64_t)i * nb;
                 int64_t me = self ? self[q0 + i] - t0 : -1;
                 if (me >= 0 && me < nb) row[me] = INFINITY; /* leave-one-out */
-                float bmin = lsa_dist_row(row, xn, qn[i], nb);
+                float bmin = fl__sa_row_min(row, xn, qn[i], nb, row);
                 if (bmin < mn[i]) {
                     if (mn[i] < INFINITY) {
                         double f = exp(-0.5 * ((double)mn[i] - bmin));

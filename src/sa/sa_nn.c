@@ -55,28 +55,6 @@ static void nn_insert(nn_row *r, float v, int64_t idx) {
     if (v < r->v[w]) r->v[w] = v, r->idx[w] = idx;
 }
 
-/* Smallest of row[j] + xn[j]. */
-FL_HOT_CLONES
-static float block_min(const float *row, const float *xn, int nb) {
-    fl__v8f m = {INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY};
-    int j = 0;
-    for (; j + 8 <= nb; j += 8) {
-        fl__v8f v, x;
-        memcpy(&v, row + j, sizeof v);
-        memcpy(&x, xn + j, sizeof x);
-        v = v + x;
-        fl__v8i lt = v < m;
-        m = (fl__v8f)(((fl__v8i)v & lt) | ((fl__v8i)m & ~lt));
-    }
-    float r = INFINITY;
-    for (int l = 0; l < 8; l++) r = m[l] < r ? m[l] : r;
-    for (; j < nb; j++) {
-        float v = row[j] + xn[j];
-        r = v < r ? v : r;
-    }
-    return r;
-}
-
 /* For each of the m query rows q[m, d] (columns in use, uncentred), the nearest training row
  * among the row ranges rg[0..nrg) (pairs [lo, hi)), other than self[i] (self may be NULL): its
  * index (best; -1 when the ranges hold no other row) and exact distance (then +inf). */
@@ -132,7 +110,7 @@ static void nn_range(void *ctx, int64_t b0, int64_t b1, int tid) {
                     nn_row *r = rows + i;
                     int64_t me = self ? self[q0 + i] - t0 : -1;
                     if (me >= 0 && me < nb) row[me] = INFINITY; /* leave-one-out */
-                    if (block_min(row, xn, nb) + qn[i] > r->best + r->tau) continue;
+                    if (fl__sa_row_min(row, xn, 0, nb, NULL) + qn[i] > r->best + r->tau) continue;
                     for (int j = 0; j < nb; j++) {
                         float v = row[j] + xn[j] + qn[i];
                         if (v <= r->best + r->tau) nn_insert(r, v, t0 + j);

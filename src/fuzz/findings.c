@@ -123,8 +123,10 @@ static fl_status write_files(fz_campaign *cp, const fz_failure *f, const fz_find
         free(img);
         if (st) return st;
     }
-    strcpy(path + stem, ".pair.png");
-    if ((st = write_pair(cp, path, f->root->px, f->px, f->v, e))) return st;
+    strcpy(path + stem, ".pair.png"); /* a generated case has no seed to stand beside */
+    if (cp->o->strategy != FL_FUZZ_FUZZGAN &&
+        (st = write_pair(cp, path, f->root->px, f->px, f->v, e)))
+        return st;
 
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "kind", kind);

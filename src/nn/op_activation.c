@@ -55,6 +55,7 @@ typedef struct relu_job {
     float *out;
     int64_t size;
     int fresh; /* backward: write dx instead of adding to it */
+    float alpha; /* LeakyRelu's slope */
 } relu_job;
 
 static void relu_fwd_range(void *ctx, int64_t lo, int64_t hi, int tid) {
@@ -105,17 +106,42 @@ static fl_status leaky_init(fl_model *m, fl_node *n, fl_err *e) {
     if (st == FL_OK) ((unary_state *)n->state)->alpha = fl_node_attr_float(n, "alpha", 0.01f);
     return st;
 }
+/* Split and vectorised as Relu is (the GAN discriminator's largest tensors are LeakyRelu's). */
+static void leaky_fwd_range(void *ctx, int64_t lo, int64_t hi, int tid) {
+    const relu_job *J = ctx;
+    const float *restrict x = J->x;
+    float *restrict y = J->out;
+    const float a = J->alpha;
+    int64_t b0 = lo * RELU_BLOCK, b1 = hi * RELU_BLOCK < J->size ? hi * RELU_BLOCK : J->size;
+    for (int64_t i = b0; i < b1; i++) y[i] = x[i] >= 0 ? x[i] : a * x[i];
+    (void)tid;
+}
+
+static void leaky_bwd_range(void *ctx, int64_t lo, int64_t hi, int tid) {
+    const relu_job *J = ctx;
+    const float *restrict x = J->x, *restrict dy = J->dy;
+    float *restrict dx = J->out;
+    const float a = J->alpha;
+    int64_t b0 = lo * RELU_BLOCK, b1 = hi * RELU_BLOCK < J->size ? hi * RELU_BLOCK : J->size;
+    for (int64_t i = b0; i < b1; i++) {
+        const float g = dy[i];
+        dx[i] += x[i] >= 0 ? g : a * g;
+    }
+    (void)tid;
+}
+
 static void leaky_forward(fl_model *m, fl_node *n) {
     const fl_tensor *x = fl_in(m, n, 0);
-    float a = ((unary_state *)n->state)->alpha, *y = fl_out(m, n, 0)->data;
-    for (int64_t i = 0; i < x->size; i++) y[i] = x->data[i] >= 0 ? x->data[i] : a * x->data[i];
+    relu_job J = {.x = x->data, .out = fl_out(m, n, 0)->data, .size = x->size,
+                  .alpha = ((unary_state *)n->state)->alpha};
+    fl_parallel_for((x->size + RELU_BLOCK - 1) / RELU_BLOCK, leaky_fwd_range, &J);
 }
 static void leaky_backward(fl_model *m, fl_node *n) {
     fl_tensor *dx = fl_gin(m, n, 0);
     if (!dx) return;
-    float a = ((unary_state *)n->state)->alpha;
-    const float *x = fl_in(m, n, 0)->data, *dy = fl_gout(m, n, 0)->data;
-    for (int64_t i = 0; i < dx->size; i++) dx->data[i] += x[i] >= 0 ? dy[i] : a * dy[i];
+    relu_job J = {.x = fl_in(m, n, 0)->data, .dy = fl_gout(m, n, 0)->data, .out = dx->data,
+                  .size = dx->size, .alpha = ((unary_state *)n->state)->alpha};
+    fl_parallel_for((dx->size + RELU_BLOCK - 1) / RELU_BLOCK, leaky_bwd_range, &J);
 }
 static const fl_op op_leaky = {"LeakyRelu", leaky_init, unary_shape, leaky_forward, leaky_backward,
                                unary_free};

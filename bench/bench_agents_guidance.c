@@ -1,6 +1,6 @@
 /* What coverage guidance is worth on the example agent system (examples/agents/): executions
  * until every planted defect is found and every allowed edge of its spec is covered, with
- * `-p explore` (coverage-guided) against `-p none` (the same mutators, no feedback), median
+ * `--schedule explore` (coverage-guided) against `--schedule none` (the same mutators, no feedback), median
  * over seeds. Prints one JSON object per line (bench/run.sh turns them into the summary):
  *   agents_guidance_explore / _none  per-seed executions to the goal, the median, how many
  *                                    seeds reached it within the budget, and per goal part

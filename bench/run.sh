@@ -106,7 +106,7 @@ fi
   -t "$threads" -q >/dev/null 2>&1
 "$build/bench/bench_gan" fuzz "$gan/lenet1.onnx" "$gan/gen.onnx" "$threads" "${BENCH_GAN_EXECS:-20000}" | tee -a "$res"
 
-echo "== flare agents: -p explore vs -p none on examples/agents (executions to every planted defect + every allowed edge, median of 5 seeds) =="
+echo "== flare agents: --schedule explore vs --schedule none on examples/agents (executions to every planted defect + every allowed edge, median of 5 seeds) =="
 mkdir -p "$build/examples"
 cc -std=c11 -O2 -Wall -Wextra -Werror -o "$build/examples/taskforce" examples/agents/*.c -lcjson -lm
 "$build/bench/bench_agents_guidance" "$build/examples/taskforce" examples/agents/spec.json \
@@ -231,15 +231,15 @@ else:
     missing(what, "<= 1.3x", why())
 g = r.get("agents_guidance")
 e = r.get("agents_guidance_explore", {})
-what = "agents: execs to all defects+edges, -p none / explore"
+what = "agents: execs to all defects+edges, --schedule none / explore"
 if g:
     row(what, f"{g['ratio']:.1f}x", "> 1x", g["ratio"] > 1 and e.get("reached") == e.get("seeds"))
-    row("agents: -p explore median execs (seeds reaching goal)",
+    row("agents: --schedule explore median execs (seeds reaching goal)",
         f"{g['explore_median_execs']:.0f} ({e.get('reached')}/{e.get('seeds')})", "all",
         e.get("reached") == e.get("seeds"))
 else:
     missing(what, "> 1x", why())
-    missing("agents: -p explore median execs (seeds reaching goal)", "all", why())
+    missing("agents: --schedule explore median execs (seeds reaching goal)", "all", why())
 for k in ("lsa", "dsa"):
     f, b = r.get("sa_" + k), r.get("sadl_" + k)
     what = f"{k.upper()} 10k vs 60k: sadl (extrapolated) / flare time"

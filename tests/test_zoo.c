@@ -6,7 +6,9 @@
  *
  * The exports are cached in $FLARE_ZOO (default build/zoo) and redone when export.py is newer
  * than the manifest; without python3-torch and python3-torchvision every case skips (fails in
- * CI). Each case prints one line with the measured numbers (docs/onnx.md's table). */
+ * CI). Each case prints one line with the measured numbers (docs/onnx.md's table).
+ * FLARE_ZOO_FULL=1 runs convnext_tiny, vit_b_16 and swin_t instead of the reduced
+ * configurations (cached in build/zoo-full; minutes, not for CI). */
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,6 +21,7 @@
 #define TOL 1e-4
 
 static char zoo_dir[512];
+static int full; /* FLARE_ZOO_FULL=1: the named ConvNeXt / ViT / Swin variants (export.py --full) */
 static int have_torch = -1; /* -1 unknown, 0 missing, 1 there */
 static int exported;        /* manifest up to date */
 
@@ -31,14 +34,14 @@ static double mtime(const char *path) {
 static int export_zoo(void **state) {
     (void)state;
     const char *d = getenv("FLARE_ZOO");
-    snprintf(zoo_dir, sizeof zoo_dir, "%s", d && *d ? d : "build/zoo");
+    snprintf(zoo_dir, sizeof zoo_dir, "%s", d && *d ? d : full ? "build/zoo-full" : "build/zoo");
     have_torch = system("/usr/bin/python3 -c 'import torch, torchvision' >/dev/null 2>&1") == 0;
     if (!have_torch) return 0;
     char manifest[600];
     snprintf(manifest, sizeof manifest, "%s/manifest.txt", zoo_dir);
     if (mtime(manifest) < mtime(EXPORTER)) {
         double t0 = fl_now();
-        int rc = tu_sh(NULL, "/usr/bin/python3 " EXPORTER " '%s'", zoo_dir);
+        int rc = tu_sh(NULL, "/usr/bin/python3 " EXPORTER " '%s'%s", zoo_dir, full ? " --full" : "");
         fprintf(stderr, "zoo: %s exported in %.0f s (rc %d)\n", zoo_dir, fl_now() - t0, rc);
         if (rc != 0) return 0;
     }
@@ -47,7 +50,8 @@ static int export_zoo(void **state) {
 }
 
 typedef struct zoo_case {
-    const char *name;
+    const char *name; /* under FLARE_ZOO_FULL=1, full_name when that is set */
+    const char *full_name;
     int opset;
     int kinked; /* ReLU / MaxPool: see grad_check */
 } zoo_case;
@@ -176,21 +180,26 @@ static void run_case(void **state) {
     fl_tensor_free(&y);
 }
 
-#define ZOO(nm, bw) {nm, 13, bw}, {nm, 17, bw}
+#define ZOO(nm, bw) {nm, NULL, 13, bw}, {nm, NULL, 17, bw}
+#define ZOO2(nm, full_nm, bw) {nm, full_nm, 13, bw}, {nm, full_nm, 17, bw}
 static zoo_case cases[] = {
     /* ReLU / ReLU6 / MaxPool / HardSwish: kinked */
     ZOO("resnet18", 1),      ZOO("densenet121", 1),        ZOO("inception_v3", 1),
     ZOO("mobilenet_v2", 1),  ZOO("mobilenet_v3_small", 1), ZOO("shufflenet_v2_x0_5", 1),
     ZOO("mnasnet0_5", 1),    ZOO("regnet_y_400mf", 1),
     /* SiLU / GELU / LayerNorm / Softmax only: smooth */
-    ZOO("efficientnet_b0", 0), ZOO("convnext_mini", 0), ZOO("vit_mini", 0), ZOO("swin_mini", 0),
+    ZOO("efficientnet_b0", 0), ZOO2("convnext_mini", "convnext_tiny", 0),
+    ZOO2("vit_mini", "vit_b_16", 0), ZOO2("swin_mini", "swin_t", 0),
 };
 
 int main(void) {
     enum { N = sizeof cases / sizeof cases[0] };
     struct CMUnitTest tests[N];
     char names[N][64];
+    const char *f = getenv("FLARE_ZOO_FULL");
+    full = f && !strcmp(f, "1");
     for (int i = 0; i < N; i++) {
+        if (full && cases[i].full_name) cases[i].name = cases[i].full_name;
         snprintf(names[i], sizeof names[i], "%s_opset%d", cases[i].name, cases[i].opset);
         tests[i] = (struct CMUnitTest){names[i], run_case, NULL, NULL, &cases[i]};
     }

@@ -1,8 +1,9 @@
 /* The torchvision classification zoo (issue 14): every architecture, built with random weights
  * and exported by tests/zoo/export.py at opsets 13 (batch 2) and 17 (batch 5), loads, runs to
  * torch's logits within 1e-4 relative, and its gradient with respect to the input matches
- * torch.autograd's within 1e-4 relative (example by example; see grad_check for ReLU nets). Relative here is max |flare - torch| / max |torch|
- * over the whole tensor (elementwise ratios are meaningless where torch's value is near 0).
+ * torch.autograd's within 1e-4 relative (example by example; see grad_check for ReLU nets).
+ * Relative here is max |flare - torch| / max |torch| over the tensor (elementwise ratios are
+ * meaningless where torch's value is near 0).
  *
  * The exports are cached in $FLARE_ZOO (default build/zoo) and redone when export.py is newer
  * than the manifest; without python3-torch and python3-torchvision every case skips (fails in
@@ -131,7 +132,8 @@ static double grad_check(const zoo_case *c, const fl_tensor *g, const fl_tensor 
 static void run_case(void **state) {
     const zoo_case *c = *state;
     TU_NEED(have_torch, "python3-torch and python3-torchvision (tests/zoo/export.py)");
-    if (!exported) fail_msg("tests/zoo/export.py failed; run it by hand: /usr/bin/python3 " EXPORTER " %s", zoo_dir);
+    if (!exported)
+        fail_msg("tests/zoo/export.py failed; run it by hand: /usr/bin/python3 " EXPORTER " %s", zoo_dir);
     int batch = 0;
     double torch_ms[3];
     manifest_line(c, &batch, torch_ms);

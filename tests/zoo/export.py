@@ -1,14 +1,15 @@
 #!/usr/bin/python3
 """Export the torchvision classification zoo to ONNX for tests/test_zoo.c.
 
-Usage: tests/zoo/export.py OUTDIR [--full] [NAME ...]
+Usage: tests/zoo/export.py OUTDIR [--full] [--opsets=13,17] [NAME ...]
 
 Every architecture is built from torchvision's own classes with random weights (never
-downloaded), put in eval mode, and exported with torch.onnx.export at opsets 13 and 17 with a
-free batch dimension. Per model and opset, OUTDIR/NAME-opOPSET/ gets model.onnx, x.npy (the
-input: batch 2 at opset 13, batch 5 at opset 17, so that both batch sizes run), y.npy (torch's
-logits), seed.npy (a fixed random seed of the logits' shape) and gx.npy (torch.autograd's
-gradient of sum(logits * seed) with respect to x). OUTDIR/manifest.txt has one line per pair:
+downloaded), put in eval mode, and exported with torch.onnx.export at opsets 13 and 17 (or
+--opsets) with a free batch dimension. Per model and opset, OUTDIR/NAME-opOPSET/ gets
+model.onnx, x.npy (the input: batch 2 at opset 13, batch 5 at opset 17, so that both batch
+sizes run, 3 at any other opset), y.npy (torch's logits), seed.npy (a fixed random seed of
+the logits' shape) and gx.npy (torch.autograd's gradient of sum(logits * seed) with respect
+to x). OUTDIR/manifest.txt has one line per pair:
     NAME OPSET BATCH EXPORT_MS TORCH_FORWARD_MS TORCH_BACKWARD_MS ok
 or, when torch itself cannot export the pair,
     NAME OPSET - - - - export-failed: MESSAGE
@@ -108,7 +109,7 @@ def export_one(name, make, side, opset, outdir):
     g = torch.Generator().manual_seed(1)
     with torch.no_grad():
         randomize_norms(model, g)
-    n = BATCH[opset]
+    n = BATCH.get(opset, 3)
     x = torch.randn(n, 3, side, side, generator=g)
     d = os.path.join(outdir, "%s-op%d" % (name, opset))
     os.makedirs(d, exist_ok=True)
@@ -145,12 +146,16 @@ def main(argv):
     if not args:
         sys.exit(__doc__)
     outdir, names, full = args[0], args[1:], "--full" in argv
+    opsets = OPSETS
+    for a in argv:
+        if a.startswith("--opsets="):
+            opsets = [int(o) for o in a[len("--opsets="):].split(",")]
     zoo = reduced(full)
     for nm in names:
         if nm not in zoo:
             sys.exit("export.py: unknown model %s (known: %s)" % (nm, " ".join(zoo)))
     os.makedirs(outdir, exist_ok=True)
-    jobs = [(nm, op, full, outdir) for nm in zoo if not names or nm in names for op in OPSETS]
+    jobs = [(nm, op, full, outdir) for nm in zoo if not names or nm in names for op in opsets]
     with multiprocessing.get_context("fork").Pool(2) as pool:
         lines = pool.starmap(job, jobs, chunksize=1)
     tmp = os.path.join(outdir, "manifest.txt.tmp")

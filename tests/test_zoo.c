@@ -10,6 +10,8 @@
  * CI). Each case prints one line with the measured numbers (docs/onnx.md's table).
  * FLARE_ZOO_FULL=1 runs convnext_tiny, vit_b_16 and swin_t instead of the reduced
  * configurations (cached in build/zoo-full; minutes, not for CI). */
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,22 +33,36 @@ static double mtime(const char *path) {
     return stat(path, &st) == 0 ? (double)st.st_mtim.tv_sec + 1e-9 * (double)st.st_mtim.tv_nsec : -1;
 }
 
-/* Once per binary: run the exporter unless the manifest is newer than it. */
+/* Once per binary: run the exporter unless the manifest is newer than it. Under a lock on
+ * ZOO/.lock, so that test-fast and test-san run at the same time export once and never read
+ * a half-written export. */
 static int export_zoo(void **state) {
     (void)state;
     const char *d = getenv("FLARE_ZOO");
     snprintf(zoo_dir, sizeof zoo_dir, "%s", d && *d ? d : full ? "build/zoo-full" : "build/zoo");
     have_torch = system("/usr/bin/python3 -c 'import torch, torchvision' >/dev/null 2>&1") == 0;
     if (!have_torch) return 0;
-    char manifest[600];
+    char manifest[600], lock[600];
     snprintf(manifest, sizeof manifest, "%s/manifest.txt", zoo_dir);
+    snprintf(lock, sizeof lock, "%s/.lock", zoo_dir);
+    fl_err e = {0};
+    if (fl_mkdirs(zoo_dir, &e) != FL_OK) {
+        fprintf(stderr, "zoo: %s\n", e.msg);
+        return 0;
+    }
+    int fd = open(lock, O_RDWR | O_CREAT, 0644);
+    if (fd < 0 || flock(fd, LOCK_EX) != 0) {
+        fprintf(stderr, "zoo: cannot lock %s\n", lock);
+        if (fd >= 0) close(fd);
+        return 0;
+    }
     if (mtime(manifest) < mtime(EXPORTER)) {
         double t0 = fl_now();
         int rc = tu_sh(NULL, "/usr/bin/python3 " EXPORTER " '%s'%s", zoo_dir, full ? " --full" : "");
         fprintf(stderr, "zoo: %s exported in %.0f s (rc %d)\n", zoo_dir, fl_now() - t0, rc);
-        if (rc != 0) return 0;
     }
     exported = mtime(manifest) >= mtime(EXPORTER);
+    close(fd); /* releases the lock */
     return 0;
 }
 

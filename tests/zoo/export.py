@@ -39,6 +39,11 @@ from torchvision.models.vision_transformer import VisionTransformer
 
 OPSETS = (13, 17)
 BATCH = {13: 2, 17: 5}
+# torch's default export (eval mode, constant folding) folds every BatchNormalization that
+# follows a convolution into its weights; at this opset the model is exported as it is
+# (TrainingMode.PRESERVE of an eval-mode model, no folding), so that the BatchNormalization
+# nodes, with their random statistics, reach flare too.
+KEEP_BN_OPSET = 17
 
 
 def reduced(full):
@@ -116,9 +121,12 @@ def export_one(name, make, side, opset, outdir):
     # not under no_grad: there nn.MultiheadAttention takes its fused fast path
     # (aten::_native_multi_head_attention), which torch 1.13 cannot export
     te = time.perf_counter()
+    keep_bn = opset == KEEP_BN_OPSET
     torch.onnx.export(model, x, os.path.join(d, "model.onnx"), opset_version=opset,
                       input_names=["input"], output_names=["logits"],
-                      dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
+                      dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}},
+                      training=torch.onnx.TrainingMode.PRESERVE if keep_bn else torch.onnx.TrainingMode.EVAL,
+                      do_constant_folding=not keep_bn)
     te = time.perf_counter() - te
     seed = torch.randn((n, 1000), generator=g)
     gx, fwd_s, bwd_s = input_grad(model, x, seed, timed=True)

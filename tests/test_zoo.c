@@ -9,7 +9,8 @@
  * than the manifest; without python3-torch and python3-torchvision every case skips (fails in
  * CI). Each case prints one line with the measured numbers (docs/onnx.md's table).
  * FLARE_ZOO_FULL=1 runs convnext_tiny, vit_b_16 and swin_t instead of the reduced
- * configurations (cached in build/zoo-full; minutes, not for CI). */
+ * configurations (cached in build/zoo-full; minutes, not for CI), FLARE_ZOO_OPSETS=7,9,11 other
+ * opsets (cached in build/zoo-op7,9,11; a pair torch cannot export fails with torch's reason). */
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -25,6 +26,7 @@
 
 static char zoo_dir[512];
 static int full; /* FLARE_ZOO_FULL=1: the named ConvNeXt / ViT / Swin variants (export.py --full) */
+static char opset_list[128]; /* FLARE_ZOO_OPSETS, "" for the default 13,17 */
 static int have_torch = -1; /* -1 unknown, 0 missing, 1 there */
 static int exported;        /* manifest up to date */
 
@@ -39,7 +41,10 @@ static double mtime(const char *path) {
 static int export_zoo(void **state) {
     (void)state;
     const char *d = getenv("FLARE_ZOO");
-    snprintf(zoo_dir, sizeof zoo_dir, "%s", d && *d ? d : full ? "build/zoo-full" : "build/zoo");
+    if (d && *d) snprintf(zoo_dir, sizeof zoo_dir, "%s", d);
+    else
+        snprintf(zoo_dir, sizeof zoo_dir, "build/zoo%s%s%s", full ? "-full" : "", *opset_list ? "-op" : "",
+                 opset_list);
     have_torch = system("/usr/bin/python3 -c 'import torch, torchvision' >/dev/null 2>&1") == 0;
     if (!have_torch) return 0;
     char manifest[600], lock[600];
@@ -58,7 +63,8 @@ static int export_zoo(void **state) {
     }
     if (mtime(manifest) < mtime(EXPORTER)) {
         double t0 = fl_now();
-        int rc = tu_sh(NULL, "/usr/bin/python3 " EXPORTER " '%s'%s", zoo_dir, full ? " --full" : "");
+        int rc = tu_sh(NULL, "/usr/bin/python3 " EXPORTER " '%s'%s%s%s", zoo_dir, full ? " --full" : "",
+                       *opset_list ? " --opsets=" : "", opset_list);
         fprintf(stderr, "zoo: %s exported in %.0f s (rc %d)\n", zoo_dir, fl_now() - t0, rc);
     }
     exported = mtime(manifest) >= mtime(EXPORTER);
@@ -67,8 +73,7 @@ static int export_zoo(void **state) {
 }
 
 typedef struct zoo_case {
-    const char *name; /* under FLARE_ZOO_FULL=1, full_name when that is set */
-    const char *full_name;
+    const char *name;
     int opset;
     int kinked; /* ReLU / MaxPool: see grad_check */
 } zoo_case;
@@ -198,28 +203,53 @@ static void run_case(void **state) {
     fl_tensor_free(&y);
 }
 
-#define ZOO(nm, bw) {nm, NULL, 13, bw}, {nm, NULL, 17, bw}
-#define ZOO2(nm, full_nm, bw) {nm, full_nm, 13, bw}, {nm, full_nm, 17, bw}
-static zoo_case cases[] = {
+typedef struct zoo_model {
+    const char *name, *full_name; /* full_name: FLARE_ZOO_FULL=1's variant, NULL if the same */
+    int kinked;
+} zoo_model;
+
+static const zoo_model models[] = {
     /* ReLU / ReLU6 / MaxPool / HardSwish: kinked */
-    ZOO("resnet18", 1),      ZOO("densenet121", 1),        ZOO("inception_v3", 1),
-    ZOO("mobilenet_v2", 1),  ZOO("mobilenet_v3_small", 1), ZOO("shufflenet_v2_x0_5", 1),
-    ZOO("mnasnet0_5", 1),    ZOO("regnet_y_400mf", 1),
+    {"resnet18", NULL, 1},     {"densenet121", NULL, 1},        {"inception_v3", NULL, 1},
+    {"mobilenet_v2", NULL, 1}, {"mobilenet_v3_small", NULL, 1}, {"shufflenet_v2_x0_5", NULL, 1},
+    {"mnasnet0_5", NULL, 1},   {"regnet_y_400mf", NULL, 1},
     /* SiLU / GELU / LayerNorm / Softmax only: smooth */
-    ZOO("efficientnet_b0", 0), ZOO2("convnext_mini", "convnext_tiny", 0),
-    ZOO2("vit_mini", "vit_b_16", 0), ZOO2("swin_mini", "swin_t", 0),
+    {"efficientnet_b0", NULL, 0}, {"convnext_mini", "convnext_tiny", 0},
+    {"vit_mini", "vit_b_16", 0},  {"swin_mini", "swin_t", 0},
 };
 
+enum { N_MODELS = sizeof models / sizeof models[0], MAX_OPSETS = 8 };
+
 int main(void) {
-    enum { N = sizeof cases / sizeof cases[0] };
-    struct CMUnitTest tests[N];
-    char names[N][64];
     const char *f = getenv("FLARE_ZOO_FULL");
     full = f && !strcmp(f, "1");
-    for (int i = 0; i < N; i++) {
-        if (full && cases[i].full_name) cases[i].name = cases[i].full_name;
-        snprintf(names[i], sizeof names[i], "%s_opset%d", cases[i].name, cases[i].opset);
-        tests[i] = (struct CMUnitTest){names[i], run_case, NULL, NULL, &cases[i]};
+    /* FLARE_ZOO_OPSETS=7,9,11: other opsets, by hand (export.py --opsets; its own cache) */
+    const char *ol = getenv("FLARE_ZOO_OPSETS");
+    int opsets[MAX_OPSETS] = {13, 17}, n_opsets = 2;
+    if (ol && *ol) {
+        n_opsets = 0;
+        for (const char *p = ol; *p && n_opsets < MAX_OPSETS; p += strcspn(p, ","), p += *p == ',') {
+            opsets[n_opsets] = atoi(p);
+            if (opsets[n_opsets] < 1) {
+                fprintf(stderr, "test_zoo: FLARE_ZOO_OPSETS=%s: not a comma-separated list of opsets\n", ol);
+                return 2;
+            }
+            /* rebuilt from the numbers: what reaches the shell and the folder name is digits */
+            size_t len = strlen(opset_list);
+            snprintf(opset_list + len, sizeof opset_list - len, "%s%d", n_opsets ? "," : "", opsets[n_opsets]);
+            n_opsets++;
+        }
     }
-    return cmocka_run_group_tests(tests, export_zoo, NULL);
+    static zoo_case cases[N_MODELS * MAX_OPSETS];
+    static struct CMUnitTest tests[N_MODELS * MAX_OPSETS];
+    static char names[N_MODELS * MAX_OPSETS][64];
+    int n = 0;
+    for (int i = 0; i < N_MODELS; i++)
+        for (int k = 0; k < n_opsets; k++, n++) {
+            const zoo_model *md = &models[i];
+            cases[n] = (zoo_case){full && md->full_name ? md->full_name : md->name, opsets[k], md->kinked};
+            snprintf(names[n], sizeof names[n], "%s_opset%d", cases[n].name, cases[n].opset);
+            tests[n] = (struct CMUnitTest){names[n], run_case, NULL, NULL, &cases[n]};
+        }
+    return _cmocka_run_group_tests("test_zoo", tests, (size_t)n, export_zoo, NULL);
 }

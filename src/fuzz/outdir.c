@@ -271,9 +271,9 @@ static fl_status read_entry(fz_campaign *cp, const char *stem, fz_entry *x, fl_e
     if (!cJSON_IsNumber(id) || !cJSON_IsNumber(src) || !cJSON_IsNumber(root) ||
         !cJSON_IsNumber(si) || !cJSON_IsNumber(lab) || !cJSON_IsString(ops) ||
         id->valuedouble != (double)cp->q.n || !fl_whole(src->valuedouble, -1, cp->q.n - 1) ||
-        !fl_whole(root->valuedouble, -1, INT64_MAX / 2) ||
+        !fl_whole(root->valuedouble, -1, 0x1p62) /* 2^62: exact as a double */ ||
         (src->valuedouble >= 0 && !fl_whole(root->valuedouble, 0, cp->q.n - 1)) ||
-        !fl_whole(si->valuedouble, -1, INT64_MAX / 2) ||
+        !fl_whole(si->valuedouble, -1, 0x1p62) ||
         !fl_whole(lab->valuedouble, -1, INT32_MAX)) {
         cJSON_Delete(j);
         return fl_fail(e, FL_ERR_FORMAT, "%s: not queue entry %lld of this campaign", path,

@@ -358,6 +358,14 @@ fl_status fl_node_check_arity(const fl_node *n, int min_in, int max_in, int min_
     return FL_OK;
 }
 
+fl_status fl_node_check_present(const fl_node *n, int count, fl_err *e) {
+    for (int i = 0; i < count && i < n->n_in; i++)
+        if (n->in[i] < 0)
+            return fl_fail(e, FL_ERR_FORMAT, "node '%s' (%s): input %d is missing", n->name,
+                           n->op->name, i);
+    return FL_OK;
+}
+
 void fl_node_set_out_shape(fl_model *m, fl_node *n, int i, int ndim, const int64_t *shape) {
     fl_tensor_set_shape(&m->values[n->out[i]].t, ndim, shape);
 }

@@ -34,10 +34,7 @@ static fl_status rep_init(fl_model *m, fl_node *n, int n_in, fl_err *e) {
     fl_status st = fl_node_check_arity(n, n_in, n_in, 1, 1, e);
     if (st == FL_OK) st = fl_node_check_attrs(n, known, e);
     if (st != FL_OK) return st;
-    for (int i = 0; i < n_in; i++)
-        if (n->in[i] < 0)
-            return fl_fail(e, FL_ERR_FORMAT, "node '%s' (%s): input %d is missing", n->name,
-                           n->op->name, i);
+    if ((st = fl_node_check_present(n, n_in, e)) != FL_OK) return st;
     if (!(n->state = fl_alloc(sizeof(rep_state)))) return fl_fail(e, FL_ERR_NOMEM, "out of memory");
     /* the data keeps its element type (Where: X's) */
     m->values[n->out[0]].onnx_dtype = m->values[n->in[n_in == 3 ? 1 : 0]].onnx_dtype;

@@ -19,10 +19,7 @@ static fl_status gen_init(fl_node *n, const char *const *known, int n_in, fl_err
     fl_status st = fl_node_check_arity(n, n_in, n_in, 1, 1, e);
     if (st == FL_OK) st = fl_node_check_attrs(n, known, e);
     if (st != FL_OK) return st;
-    for (int i = 0; i < n_in; i++)
-        if (n->in[i] < 0)
-            return fl_fail(e, FL_ERR_FORMAT, "node '%s' (%s): input %d is missing", n->name,
-                           n->op->name, i);
+    if ((st = fl_node_check_present(n, n_in, e)) != FL_OK) return st;
     if (!(n->state = fl_alloc(sizeof(gen_state)))) return fl_fail(e, FL_ERR_NOMEM, "out of memory");
     return FL_OK;
 }

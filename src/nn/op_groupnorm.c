@@ -38,10 +38,7 @@ static fl_status gn_init(fl_model *m, fl_node *n, fl_err *e) {
     fl_status st = fl_node_check_arity(n, 3, 3, 1, 1, e);
     if (st == FL_OK) st = fl_node_check_attrs(n, group ? known_gn : known_in, e);
     if (st != FL_OK) return st;
-    for (int i = 0; i < 3; i++)
-        if (n->in[i] < 0)
-            return fl_fail(e, FL_ERR_FORMAT, "node '%s' (%s): input %d is missing", n->name,
-                           n->op->name, i);
+    if ((st = fl_node_check_present(n, 3, e)) != FL_OK) return st;
     gn_state *s = fl_alloc(sizeof *s);
     if (!s) return fl_fail(e, FL_ERR_NOMEM, "out of memory");
     n->state = s;

@@ -124,9 +124,7 @@ static fl_status concat_init(fl_model *m, fl_node *n, fl_err *e) {
     if (!a || a->type != FL_ATTR_INT)
         return fl_fail(e, FL_ERR_FORMAT, "node '%s' (Concat): integer attribute 'axis' is missing",
                        n->name);
-    for (int i = 0; i < n->n_in; i++)
-        if (n->in[i] < 0)
-            return fl_fail(e, FL_ERR_FORMAT, "node '%s' (Concat): input %d is missing", n->name, i);
+    if ((st = fl_node_check_present(n, n->n_in, e)) != FL_OK) return st;
     ((layout_state *)n->state)->axis = a->i;
     return FL_OK;
 }

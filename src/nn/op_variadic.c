@@ -36,10 +36,7 @@ static fl_status var_init(fl_model *m, fl_node *n, fl_err *e) {
     fl_status st = fl_node_check_arity(n, 1, MAX_IN, 1, 1, e);
     if (st == FL_OK) st = fl_node_check_attrs(n, known, e);
     if (st != FL_OK) return st;
-    for (int i = 0; i < n->n_in; i++)
-        if (n->in[i] < 0)
-            return fl_fail(e, FL_ERR_FORMAT, "node '%s' (%s): input %d is missing", n->name,
-                           n->op->name, i);
+    if ((st = fl_node_check_present(n, n->n_in, e)) != FL_OK) return st;
     var_state *s = fl_alloc(sizeof *s);
     if (!s) return fl_fail(e, FL_ERR_NOMEM, "out of memory");
     n->state = s;

@@ -37,6 +37,9 @@ extern const fl_op *const fl_ops_reduce[];      /* ReduceSum, ReduceMean, Reduce
  * (optional trailing inputs may be -1) or n_out outside [min_out, max_out]. */
 fl_status fl_node_check_arity(const fl_node *n, int min_in, int max_in, int min_out, int max_out,
                               fl_err *e);
+/* Fail naming the node when one of its first `count` inputs is omitted (-1): for ops whose
+ * inputs are all required although the arity check allows trailing ones to be -1. */
+fl_status fl_node_check_present(const fl_node *n, int count, fl_err *e);
 /* Set the shape of output i (activations are allocated later by the planner). */
 void fl_node_set_out_shape(fl_model *m, fl_node *n, int i, int ndim, const int64_t *shape);
 

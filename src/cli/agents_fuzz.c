@@ -8,9 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/progress.h"
@@ -148,10 +146,7 @@ static void command_line(const cli_opts *o, uint64_t seed, char *buf, size_t n) 
 
 int cmd_agents_fuzz(const cli_opts *o) {
     fl_err e = {0};
-    uint64_t seed;
-    if (o->set[F_fuzz_seed]) seed = o->fuzz_seed;
-    else if (getrandom(&seed, sizeof seed, 0) != (ssize_t)sizeof seed)
-        seed = (uint64_t)(fl_now() * 1e9) ^ ((uint64_t)getpid() << 32);
+    uint64_t seed = o->set[F_fuzz_seed] ? o->fuzz_seed : cli_fresh_seed();
     char cmdline[4096];
     command_line(o, seed, cmdline, sizeof cmdline);
 

@@ -5,8 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/progress.h"
@@ -172,9 +170,8 @@ int cmd_nn_fuzz(const cli_opts *o) {
     char rec[32];
     if (resume && !o->set[F_fz_seed] && fl_fuzz_stats_get(o->fz_output, "seed", rec, sizeof rec)) {
         seed = strtoull(rec, NULL, 10);
-    } else if (!o->set[F_fz_seed] &&
-               getrandom(&seed, sizeof seed, 0) != (ssize_t)sizeof seed) {
-        seed = (uint64_t)(fl_now() * 1e9) ^ ((uint64_t)getpid() << 32);
+    } else if (!o->set[F_fz_seed]) {
+        seed = cli_fresh_seed();
     }
     cli_note("seed %llu (repeat this campaign with -s %llu -t %lld)\n", (unsigned long long)seed,
              (unsigned long long)seed, (long long)o->fz_jobs);

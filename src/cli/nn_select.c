@@ -3,8 +3,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <unistd.h>
 
 #include "cli/cli.h"
 #include "flare/onnx.h"
@@ -57,11 +55,7 @@ int cmd_nn_select(const cli_opts *o) {
             return cli_usage(o->cmd, "--strategy %s needs --train (no :test in --data to derive "
                              "it from)", o->sel_strategy);
     }
-    if (o->set[F_sel_seed]) {
-        so.seed = o->sel_seed;
-    } else if (getrandom(&so.seed, sizeof so.seed, 0) != (ssize_t)sizeof so.seed) {
-        so.seed = (uint64_t)(fl_now() * 1e9) ^ ((uint64_t)getpid() << 32);
-    }
+    so.seed = o->set[F_sel_seed] ? o->sel_seed : cli_fresh_seed();
     if (so.strategy == FL_SEL_RANDOM || so.strategy == FL_SEL_KMST)
         cli_note("seed %llu\n", (unsigned long long)so.seed);
     so.n = o->sel_n;

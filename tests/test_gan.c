@@ -387,6 +387,14 @@ static void test_bad_data(void **state) {
     assert_null(g);
     struct stat st;
     assert_int_not_equal(stat(o.work_dir, &st), 0); /* nothing written */
+    /* a class without images */
+    fl_model_free(m);
+    m = lenet1(10);
+    for (int64_t i = 0; i < d->n; i++)
+        if (d->y[i] == 3) d->y[i] = 4;
+    assert_int_equal(fl_gan_train(m, d, &o, &g, &e), FL_ERR_ARG);
+    assert_non_null(strstr(e.msg, "class 3 has no training images"));
+    assert_int_not_equal(stat(o.work_dir, &st), 0);
     fl_model_free(m);
     fl_dataset_free(d);
 }

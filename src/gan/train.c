@@ -277,9 +277,8 @@ static fl_status evaluate(run *R, fl_gan_epoch *ep, fl_err *e) {
          * paper's "mean activation of target neurons compared with real images" */
         for (int i = 0; i < R->B; i++) {
             int64_t j;
-            int tries = 0;
-            do j = (int64_t)(fl_rng_u64(&r) % (uint64_t)R->train->n);
-            while (R->train->y[j] != R->c_idx[i] && ++tries < 10000);
+            do j = (int64_t)(fl_rng_u64(&r) % (uint64_t)R->train->n); /* every class has one */
+            while (R->train->y[j] != R->c_idx[i]);
             R->perm_eval[i] = j;
         }
         if ((st = fl_dataset_gather(R->train, R->perm_eval, R->B, &R->real, NULL, e))) break;
@@ -462,6 +461,19 @@ static fl_status setup(run *R, fl_model *mut, const fl_dataset *train, const fl_
     if (train->n_classes != R->K)
         return fl_fail(e, FL_ERR_SHAPE, "the training data has %d classes, the model %d outputs",
                        train->n_classes, R->K);
+    /* every class must have images: D's class head learns from them, and each epoch's
+     * evaluation draws real images of the cases' classes */
+    int64_t *per = calloc((size_t)R->K, sizeof *per);
+    if (!per) return fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    for (int64_t i = 0; i < train->n; i++)
+        if (train->y[i] >= 0 && train->y[i] < R->K) per[train->y[i]]++;
+    int empty = -1;
+    for (int k = 0; k < R->K && empty < 0; k++)
+        if (!per[k]) empty = k;
+    free(per);
+    if (empty >= 0)
+        return fl_fail(e, FL_ERR_ARG, "class %d has no training images: a conditional GAN cannot "
+                       "learn it", empty);
     R->mut_logits = mut->outputs[0];
     if ((st = fl_layerset_make(mut, o->layers ? o->layers : "all", &R->ls, e))) return st;
     if (R->ls->n > 64)

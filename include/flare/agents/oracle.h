@@ -31,7 +31,8 @@ typedef enum fl_finding_kind {
     FL_FIND_TOOL_ERROR,    /* a failed tool call followed by an output without recovery */
     FL_FIND_PROTOCOL,      /* bad event lines, EOF without "done", byte cap hit */
     FL_FIND_SPEC,          /* an undeclared agent, edge, tool or decision */
-    FL_FIND_FORBIDDEN,     /* the output matches a forbidden pattern */
+    FL_FIND_FORBIDDEN,     /* a message, tool call, tool result or output matches a forbidden
+                              pattern or the built-in secret detector */
     FL_FIND_OUTPUT_LENGTH, /* the output is longer than the limit */
     FL_FIND_LLM_JUDGE,     /* an LLM judge's majority verdict (llm.h), never a rule oracle */
     FL_FIND_COUNT_
@@ -67,6 +68,7 @@ typedef struct fl_oracle_opts {
     fl_loop_match loop_match;
     fl_recovery recovery;
     unsigned kinds;           /* bitmask of (1u << fl_finding_kind) to check; default all */
+    int no_secrets;           /* 1: no built-in secret detector (also the spec's "secrets": false) */
 } fl_oracle_opts;
 
 void fl_oracle_opts_default(fl_oracle_opts *o);

@@ -20,5 +20,7 @@ void ora_add(ora *x, fl_finding_kind kind, const char *mast, int event, const ch
 /* s shortened to fit buf (control characters as spaces, "..." when cut). */
 const char *ora_snip(const char *s, char *buf, size_t cap);
 void ora_check_loops(ora *x);
+/* Forbidden patterns and the secret detector on every channel (oracle_forbidden.c). */
+void ora_check_forbidden(ora *x);
 
 #endif

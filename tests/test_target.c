@@ -477,15 +477,49 @@ static void test_cli_agents_run(void **state) {
     if (!j) fail_msg("not JSON:\n%s", out);
     assert_string_equal(cJSON_GetObjectItem(j, "exit")->valuestring, "done");
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "events")), 6);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "findings")), 0); /* the echo passes */
     const cJSON *c = cJSON_GetObjectItem(j, "case");
     assert_string_equal(cJSON_GetObjectItem(c, "id")->valuestring, "000077");
     assert_true(fl_traceparent_valid(cJSON_GetObjectItem(c, "traceparent")->valuestring));
     cJSON_Delete(j);
     free(out);
 
+    /* a finding exits 1, printed (a hang here), like re-running a crashing input in libFuzzer */
     rc = tu_sh(&out, "%s agents run %s -T 200 -- %s hang", bin, cs, tgt);
-    assert_int_equal(rc, 0);
-    if (!strstr(out, "hang")) fail_msg("no hang in:\n%s", out);
+    assert_int_equal(rc, 1);
+    if (!strstr(out, "hang") || !strstr(out, "findings: 1") || !strstr(out, "flare: 1 finding; first: hang"))
+        fail_msg("no hang finding in:\n%s", out);
+    free(out);
+    rc = tu_sh(&out, "%s agents run %s -- %s crash", bin, cs, tgt);
+    assert_int_equal(rc, 1);
+    if (!strstr(out, "  crash ")) fail_msg("no crash finding in:\n%s", out);
+    free(out);
+    /* --spec adds the spec's oracles: Worker's tool calc is not declared */
+    char sp[160];
+    snprintf(sp, sizeof sp, "%s/spec.json", tmp);
+    f = fopen(sp, "w");
+    fputs("{\"agents\": [{\"name\": \"Master\", \"decisions\": {\"route\": [\"math\"]}}, {\"name\": \"Worker\"}],"
+          " \"entry\": \"Master\", \"edges\": [[\"Master\", \"output\"]]}",
+          f);
+    fclose(f);
+    rc = tu_sh(&out, "%s agents run %s --spec %s -- %s echo", bin, cs, sp, tgt);
+    assert_int_equal(rc, 1);
+    if (!strstr(out, "spec_violation") || !strstr(out, "\"calc\"")) fail_msg("no spec finding in:\n%s", out);
+    free(out);
+    rc = tu_sh(&out, "%s agents run --json %s --spec %s -- %s echo 2>/dev/null", bin, cs, sp, tgt);
+    assert_int_equal(rc, 1);
+    j = cJSON_Parse(out);
+    if (!j) fail_msg("not JSON:\n%s", out);
+    const cJSON *fs = cJSON_GetObjectItem(j, "findings");
+    assert_int_equal(cJSON_GetArraySize(fs), 1);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(fs, 0), "kind")->valuestring, "spec_violation");
+    assert_int_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(fs, 0), "event")->valueint, 1);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "events")), 6);
+    cJSON_Delete(j);
+    free(out);
+    rc = tu_sh(&out, "%s agents run %s --spec %s/nospec.json -- %s echo", bin, cs, tmp, tgt);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "nospec.json"));
     free(out);
     rc = tu_sh(&out, "%s agents run %s --fresh -- %s env", bin, cs, tgt);
     assert_int_equal(rc, 0);

@@ -88,11 +88,16 @@ void ora_check_forbidden(ora *x) {
         if (!ch || !text || !text[0]) continue;
         const char *who = fl_agtrace_actor(x->t, i, s);
         if (!who) who = ev->agent ? ev->agent : "?";
+        int hit = 0;
         for (int p = 0; s && p < s->n_forbidden; p++) {
             const fl_spec_pattern *fp = &s->forbidden[p];
-            if ((fp->channels & ch) && regexec(&fp->re, text, 0, NULL, 0) == 0) report(x, i, ch, who, fp->name, text);
+            if ((fp->channels & ch) && regexec(&fp->re, text, 0, NULL, 0) == 0) {
+                report(x, i, ch, who, fp->name, text);
+                hit = 1;
+            }
         }
-        for (size_t k = 0; use_secrets && k < N_SECRETS; k++)
+        /* the detector backs the spec up: an event a spec pattern reported is not reported twice */
+        for (size_t k = 0; use_secrets && !hit && k < N_SECRETS; k++)
             if (regexec(&secret_re[k], text, 0, NULL, 0) == 0) report(x, i, ch, who, secrets[k].name, text);
     }
 }

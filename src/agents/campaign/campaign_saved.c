@@ -88,6 +88,55 @@ fl_status saved_case_list(const char *path, char ***paths, int *n, fl_err *e) {
     return FL_OK;
 }
 
+/* Why a file under a replayed folder was not taken (saved_case_select). */
+static int skip_reason(const char *rel, int in_queue) {
+    const char *base = strrchr(rel, '/') ? strrchr(rel, '/') + 1 : rel;
+    if (!strncmp(rel, "logs/", 5) || strstr(rel, "/logs/")) return SAVED_SKIP_LOG;
+    if (ends_with(base, ".min.json")) return SAVED_SKIP_MIN;
+    if (in_queue) return strncmp(base, "id:", 3) ? SAVED_SKIP_OTHER : -1;
+    if (!strncmp(rel, "queue/", 6) || strstr(rel, "/queue/")) return SAVED_SKIP_QUEUE;
+    return ends_with(base, ".json") ? -1 : SAVED_SKIP_OTHER;
+}
+
+fl_status saved_case_select(const char *path, char ***paths, int *n, int skipped[SAVED_SKIP_COUNT_], fl_err *e) {
+    *paths = NULL;
+    *n = 0;
+    memset(skipped, 0, SAVED_SKIP_COUNT_ * sizeof *skipped);
+    struct stat sb;
+    if (stat(path, &sb) != 0) return fl_fail(e, FL_ERR_NOTFOUND, "%s: %s", path, strerror(errno));
+    camp_paths all = {0}, l = {0};
+    fl_status st = FL_OK;
+    if (!S_ISDIR(sb.st_mode)) { /* a file named on its own is always a case */
+        if (camp_paths_add(&l, path) < 0) st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    } else if (!(st = camp_paths_list(path, &all, 16, NULL, e))) {
+        /* a queue folder given itself: every id:... entry (named id:NNNNNN,..., no extension) */
+        size_t pl = strlen(path);
+        while (pl > 1 && path[pl - 1] == '/') pl--;
+        int in_queue = pl >= 5 && !strncmp(path + pl - 5, "queue", 5) && (pl == 5 || path[pl - 6] == '/');
+        for (int i = 0; !st && i < all.n; i++) {
+            const char *rel = all.v[i] + pl + (all.v[i][pl] == '/');
+            int why = skip_reason(rel, in_queue);
+            if (why >= 0) skipped[why]++;
+            else if (camp_paths_add(&l, all.v[i]) < 0) st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
+        }
+    }
+    camp_paths_free(&all);
+    if (st) {
+        saved_case_list_free(l.v, l.n);
+        return st;
+    }
+    *paths = l.v;
+    *n = l.n;
+    return FL_OK;
+}
+
+const char *saved_skip_name(int why) {
+    static const char *const names[SAVED_SKIP_COUNT_] = {
+        "shrunk copies (*.min.json)", "the corpus (queue/: replay it by name)", "target logs (logs/)",
+        "not a case file (neither *.json nor a queue entry id:...)"};
+    return why >= 0 && why < SAVED_SKIP_COUNT_ ? names[why] : "?";
+}
+
 void saved_case_list_free(char **paths, int n) {
     for (int i = 0; i < n; i++) free(paths[i]);
     free(paths);

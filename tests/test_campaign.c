@@ -229,6 +229,15 @@ static void test_planted_found_once(void **state) {
     assert_non_null(tr);
     assert_string_equal(cJSON_GetObjectItem(tr, "exit")->valuestring, "crash");
     assert_non_null(cJSON_GetObjectItem(j, "message"));
+    /* triage: the case's stderr and exit status, the stderr group, how to reproduce it */
+    assert_non_null(strstr(cJSON_GetObjectItem(tr, "stderr")->valuestring, "RuntimeError: boom"));
+    assert_non_null(cJSON_GetObjectItem(tr, "exit_status"));
+    cJSON *g = cJSON_GetObjectItem(j, "stderr_group");
+    assert_string_equal(cJSON_GetObjectItem(g, "key")->valuestring, "File \"tgt.py\", line #, in main | RuntimeError");
+    assert_string_equal(cJSON_GetObjectItem(j, "flare_version")->valuestring, FLARE_VERSION);
+    const char *rep = cJSON_GetObjectItem(j, "reproduce")->valuestring;
+    if (!strstr(rep, "flare agents run THIS_FILE --spec ") || !strstr(rep, " -- ")) fail_msg("reproduce: %s", rep);
+    assert_true(cJSON_IsNumber(cJSON_GetObjectItem(j, "seed")));
     cJSON_Delete(j);
     free(txt);
     saved_case_free(&sc);
@@ -454,6 +463,7 @@ static void test_replay(void **state) {
     assert_int_equal(tu_sh(NULL, "%s agents replay %s --junit %s -q -- %s", flare_bin(), out, junit, tgt), 1);
     x = slurp(junit);
     assert_non_null(strstr(x, "<system-out>ended: "));
+    assert_non_null(strstr(x, "<system-err>Traceback (most recent call last):"));
     free(x);
     char *o2;
     assert_int_equal(tu_sh(&o2, "mkdir -p %s/empty && %s agents replay %s/empty -- %s", tmp, flare_bin(), tmp, tgt), 2);

@@ -266,6 +266,24 @@ static void test_channels(void **state) {
     fl_spec_free(s);
 }
 
+static void test_stderr_key(void **state) {
+    (void)state;
+    char k[192];
+    fl_oracle_stderr_key("[flare: case 000001]\nTraceback (most recent call last):\n  File \"/srv/a.py\", line 12, in run\n"
+                         "    go()\n  File \"/srv/b.py\", line 7, in go\n    d[key]\nKeyError: 'user_42'\n\n",
+                         k, sizeof k);
+    assert_string_equal(k, "File \"/srv/b.py\", line #, in go | KeyError");
+    fl_oracle_stderr_key("TypeError: x is undefined\n    at plan (/app/agent.js:31:9)\n    at main (/app/agent.js:80:3)\n",
+                         k, sizeof k);
+    assert_string_equal(k, "at plan (/app/agent.js:#:#) | TypeError");
+    fl_oracle_stderr_key("worker 3 failed after 1200 ms\n", k, sizeof k);
+    assert_string_equal(k, "worker # failed after # ms");
+    fl_oracle_stderr_key("\n[flare: pid 9 exited with status 1]\n", k, sizeof k);
+    assert_string_equal(k, "");
+    fl_oracle_stderr_key(NULL, k, sizeof k);
+    assert_string_equal(k, "");
+}
+
 static void test_limits(void **state) {
     (void)state;
     fl_oracle_opts o = opts();
@@ -522,7 +540,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names),       cmocka_unit_test(test_clean),
         cmocka_unit_test(test_exit_kinds),  cmocka_unit_test(test_output),
-        cmocka_unit_test(test_output_spec), cmocka_unit_test(test_channels), cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_output_spec), cmocka_unit_test(test_channels), cmocka_unit_test(test_stderr_key), cmocka_unit_test(test_limits),
         cmocka_unit_test(test_loops),       cmocka_unit_test(test_tool_errors),
         cmocka_unit_test(test_spec_violations), cmocka_unit_test(test_dedup_append_kinds),
     };

@@ -12,6 +12,7 @@
 
 #include "testutil.h"
 
+#include "flare/agents/oracle.h"
 #include "flare/agents/protocol.h"
 #include "flare/agents/target.h"
 
@@ -422,6 +423,59 @@ static void test_stderr_log_capped(void **state) {
     assert_non_null(strstr(head, "[flare: started"));
 }
 
+/* Each case's stderr goes into its trace; the log marks each case's start with its id; the
+ * crash's stderr key groups tracebacks whatever their numbers. */
+static void test_stderr_in_trace(void **state) {
+    fl_target_opts o;
+    fl_target_opts_default(&o);
+    o.log_dir = tmp;
+    o.instance = 4;
+    fl_target *t = start("traceback", NULL, &o);
+    fl_trace *tr = run1(t, 41, "short");
+    expect_exit(tr, FL_EXIT_CRASH, 1);
+    if (!tr->err || !strstr(tr->err, "ZeroDivisionError: division by zero")) fail_msg("stderr: %s", tr->err);
+    assert_null(strstr(tr->err, "[flare:")); /* flare's own notes stay in the log */
+    fl_findings f = {0};
+    fl_err e = {0};
+    assert_int_equal(fl_oracle_check(NULL, NULL, tr, NULL, &f, &e), FL_OK);
+    assert_int_equal(f.n, 1);
+    assert_string_equal(f.v[0].stderr_key, "File \"agent.py\", line #, in plan | ZeroDivisionError");
+    char group[17];
+    memcpy(group, f.v[0].stderr_group, sizeof group);
+    assert_int_equal(strlen(group), 16);
+    char *js = fl_trace_report_json(NULL, tr);
+    assert_non_null(strstr(js, "\"stderr\":\"Traceback"));
+    free(js);
+    fl_trace_free(tr);
+    /* another case (restarted target, other length): the same group; the trace starts empty */
+    tr = run1(t, 42, "a much longer turn than before");
+    assert_non_null(strstr(tr->err, "Traceback"));
+    assert_null(strstr(strstr(tr->err, "Traceback") + 1, "Traceback"));
+    fl_findings_clear(&f);
+    assert_int_equal(fl_oracle_check(NULL, NULL, tr, NULL, &f, &e), FL_OK);
+    assert_string_equal(f.v[0].stderr_group, group);
+    fl_findings_free(&f);
+    fl_trace_free(tr);
+    char path[256];
+    snprintf(path, sizeof path, "%s", fl_target_log_path(t));
+    fl_target_free(t);
+    char *log = NULL;
+    assert_int_equal(tu_sh(&log, "cat %s", path), 0);
+    char *c41 = strstr(log, "[flare: case 000041]"), *c42 = strstr(log, "[flare: case 000042]");
+    if (!c41 || !c42 || c41 > c42) fail_msg("log:\n%s", log);
+    assert_true(strstr(c41, "ZeroDivisionError") < c42); /* the first traceback under its case */
+    free(log);
+    /* keep_stderr without a log folder: captured into the trace only */
+    fl_target_opts_default(&o);
+    o.keep_stderr = 1;
+    t = start("traceback", NULL, &o);
+    assert_null(fl_target_log_path(t));
+    tr = run1(t, 43, NULL);
+    assert_non_null(strstr(tr->err, "ZeroDivisionError"));
+    fl_trace_free(tr);
+    fl_target_free(t);
+}
+
 static void test_mem_limit(void **state) {
     fl_target_opts o;
     fl_target_opts_default(&o);
@@ -560,7 +614,7 @@ int main(void) {
         cmocka_unit_test(test_output_between_cases),
         cmocka_unit_test(test_flood),
         cmocka_unit_test(test_fresh_env),
-        cmocka_unit_test(test_stderr_log_capped),
+        cmocka_unit_test(test_stderr_log_capped), cmocka_unit_test(test_stderr_in_trace),
         cmocka_unit_test(test_mem_limit),
         cmocka_unit_test(test_bad_command),
         cmocka_unit_test(test_cli_agents_run),

@@ -80,6 +80,11 @@ typedef struct fl_finding {
     char key[192];        /* what the signature hashes: "loop:Checker>Reviser" */
     char message[320];
     int event;            /* index of the event that shows it, -1 when none */
+    /* crash, hang and protocol findings with stderr: the normalised end of the target's stderr
+     * (fl_oracle_stderr_key) and its signature, a second grouping beside `signature` (the
+     * same traceback reached through different agents is one group); "" otherwise */
+    char stderr_key[192];
+    char stderr_group[17];
 } fl_finding;
 
 typedef struct fl_findings {
@@ -97,6 +102,12 @@ void fl_findings_free(fl_findings *f);
  * be NULL. Fails only with FL_ERR_NOMEM, or FL_ERR_ARG for bad options. */
 fl_status fl_oracle_check(const fl_spec *spec, const fl_case *c, const fl_trace *t, const fl_oracle_opts *o,
                           fl_findings *out, fl_err *e);
+
+/* The normalised last frame and last line of a stderr text into out: for a Python traceback
+ * 'File "agent.py", line #, in plan | ZeroDivisionError', for a JavaScript stack
+ * 'at plan (agent.js:#:#) | TypeError', else the last line with digits as '#'. flare's own
+ * "[flare: ...]" lines and blank lines are ignored. "" when there is no such line. */
+void fl_oracle_stderr_key(const char *err, char *out, size_t n);
 
 /* The signature of a key (what fl_finding.signature holds). */
 void fl_oracle_signature(const char *key, char out[17]);

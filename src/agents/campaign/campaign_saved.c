@@ -157,8 +157,23 @@ char *saved_case_json(const fl_case *c, const fl_trace *t, const fl_finding *f,
         if (msg) cJSON_AddStringToObject(j, "message", msg);
         free(msg);
     }
+    if (f && f->stderr_group[0]) {
+        cJSON *g = cJSON_AddObjectToObject(j, "stderr_group");
+        char *k = fl_utf8_dup(f->stderr_key, strlen(f->stderr_key));
+        if (g) cJSON_AddStringToObject(g, "signature", f->stderr_group);
+        if (g && k) cJSON_AddStringToObject(g, "key", k);
+        free(k);
+    }
     if (found) cJSON_AddItemToObject(j, "found", found), found = NULL;
     if (spec) cJSON_AddStringToObject(j, "spec", spec);
+    cJSON_AddStringToObject(j, "flare_version", FLARE_VERSION);
+    /* how to reproduce it: this file (with its "seed") run again by the same target */
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "flare agents run THIS_FILE%s%s %s%s", spec ? " --spec " : "", spec ? spec : "",
+             target && !strncmp(target, "http", 4) ? "--target " : "-- ", target ? target : "CMD");
+    char *cu = fl_utf8_dup(cmd, strlen(cmd));
+    if (cu) cJSON_AddStringToObject(j, "reproduce", cu);
+    free(cu);
     if (target) {
         char *tg = fl_utf8_dup(target, strlen(target));
         if (tg) cJSON_AddStringToObject(j, "target", tg);

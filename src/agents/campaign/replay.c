@@ -41,6 +41,7 @@ fl_status saved_target(const fl_target_setup *ts, fl_target **t, fl_err *e) {
     to.fresh = ts->fresh;
     to.mem_limit_mb = ts->mem_limit_mb;
     to.http = ts->http;
+    to.keep_stderr = 1; /* each case's stderr goes with its verdict (JUnit <system-err>) */
     if (!ts->http && (!ts->argv || !ts->argv[0]))
         return fl_fail(e, FL_ERR_ARG, "no target command (-- CMD ARGS...)");
     return fl_target_new(ts->argv, &to, t, e);
@@ -65,6 +66,7 @@ typedef struct rcase {
     double ms;
     char msg[512];
     char summary[768]; /* how the case ended, its events, every finding */
+    char *err;         /* the case's stderr (its last 4 KiB), or NULL */
 } rcase;
 
 /* The trace in a few lines for the JUnit report. */
@@ -105,7 +107,13 @@ static fl_status write_junit(const char *path, const rcase *rc, int n, const fl_
         }
         fprintf(f, "      <system-out>");
         xml(f, rc[i].summary);
-        fprintf(f, "</system-out>\n    </testcase>\n");
+        fprintf(f, "</system-out>\n");
+        if (rc[i].err) {
+            fprintf(f, "      <system-err>");
+            xml(f, rc[i].err);
+            fprintf(f, "</system-err>\n");
+        }
+        fprintf(f, "    </testcase>\n");
     }
     fprintf(f, "  </testsuite>\n</testsuites>\n");
     if (fclose(f) != 0 || !buf) {
@@ -172,6 +180,10 @@ fl_status fl_replay_run(const char *path, const fl_replay_opts *o, fl_replay_res
                      !x->failed_before ? " (a new failure)" : x->same ? "" : " (a different finding)");
         }
         summarise(x, tr, &f);
+        if (tr->err_len) { /* the tail: a traceback ends there */
+            size_t keep = tr->err_len > 4096 ? 4096 : tr->err_len;
+            x->err = fl_utf8_dup(tr->err + tr->err_len - keep, keep);
+        }
         r->n_cases++;
         r->n_failing += x->fails;
         r->n_still += x->fails && x->failed_before;
@@ -191,6 +203,7 @@ fl_status fl_replay_run(const char *path, const fl_replay_opts *o, fl_replay_res
     fl_trace_free(tr);
     fl_spec_free(spec);
     free(loaded);
+    for (int i = 0; rc && i < n; i++) free(rc[i].err);
     free(rc);
     saved_case_list_free(paths, n);
     return st;

@@ -257,7 +257,17 @@ fl_status fl_oracle_check(const fl_spec *spec, const fl_case *c, const fl_trace 
         return fl_fail(e, FL_ERR_ARG, "oracles: loop repetitions %d (need >= 2) or cycle length %d (need 1..64)",
                        x.o.loop_repetitions, x.o.loop_cycle);
     for (int i = 0; c && i < c->n_turns; i++) x.input_bytes += c->turns[i] ? strlen(c->turns[i]) : 0;
+    int before = out->n;
     check_exit(&x);
+    if (t->err_len) /* the traceback's end groups crashes beside their trace signature */
+        for (int i = before; i < out->n; i++) {
+            fl_finding *f = &out->v[i];
+            fl_oracle_stderr_key(t->err, f->stderr_key, sizeof f->stderr_key);
+            if (!f->stderr_key[0]) continue;
+            char key[256];
+            snprintf(key, sizeof key, "stderr:%s", f->stderr_key);
+            fl_oracle_signature(key, f->stderr_group);
+        }
     check_output(&x);
     ora_check_forbidden(&x);
     check_limits(&x);

@@ -35,11 +35,12 @@ typedef enum fl_finding_kind {
                               pattern or the built-in secret detector */
     FL_FIND_OUTPUT_LENGTH, /* the output is longer than the limit */
     FL_FIND_LLM_JUDGE,     /* an LLM judge's majority verdict (llm.h), never a rule oracle */
+    FL_FIND_EXPECT,        /* the case's own "expect" (expect.h) does not hold */
     FL_FIND_COUNT_
 } fl_finding_kind;
 
 /* "crash", "hang", "no_output", "empty_output", "turn_limit", "message_limit", "loop",
- * "tool_error", "protocol", "spec_violation", "forbidden_output", "output_length", "llm_judge" (also the
+ * "tool_error", "protocol", "spec_violation", "forbidden_output", "output_length", "llm_judge", "expectation" (also the
  * names of the failures/<kind>/ folders). */
 const char *fl_finding_kind_name(fl_finding_kind k);
 /* Kind by name, or -1. */

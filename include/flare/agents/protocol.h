@@ -23,6 +23,8 @@ typedef struct fl_case {
     char **turns;     /* user messages, UTF-8, owned */
     uint64_t seed;    /* passed to the target (its own randomness) */
     char traceparent[64]; /* W3C "00-<32 hex>-<16 hex>-01", a new trace id per case */
+    struct fl_expect *expect; /* the seed file's "expect" (expect.h), owned; NULL: none. Never
+                                 sent to the target */
 } fl_case;
 
 fl_case *fl_case_new(int n_turns, const char *const *turns);

@@ -12,7 +12,7 @@
 static const char *const kind_names[FL_FIND_COUNT_] = {
     "crash",    "hang",     "no_output",      "empty_output",     "turn_limit",   "message_limit",
     "loop",     "tool_error", "protocol",     "spec_violation",   "forbidden_output", "output_length",
-    "llm_judge"};
+    "llm_judge", "expectation"};
 
 const char *fl_finding_kind_name(fl_finding_kind k) { return (unsigned)k < FL_FIND_COUNT_ ? kind_names[k] : "?"; }
 

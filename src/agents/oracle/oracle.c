@@ -273,6 +273,7 @@ fl_status fl_oracle_check(const fl_spec *spec, const fl_case *c, const fl_trace 
     check_limits(&x);
     if (x.o.kinds & (1u << FL_FIND_LOOP)) ora_check_loops(&x);
     check_tool_errors(&x);
+    if (c && c->expect) ora_check_expect(&x, c->expect);
     if (spec && (x.o.kinds & (1u << FL_FIND_SPEC))) check_spec(&x);
     if (x.oom) return fl_fail(e, FL_ERR_NOMEM, "oracles: out of memory");
     return FL_OK;

@@ -2,6 +2,7 @@
 #ifndef FLARE_ORACLE_INT_H
 #define FLARE_ORACLE_INT_H
 
+#include "flare/agents/expect.h"
 #include "flare/agents/oracle.h"
 
 typedef struct ora {
@@ -22,5 +23,7 @@ const char *ora_snip(const char *s, char *buf, size_t cap);
 void ora_check_loops(ora *x);
 /* Forbidden patterns and the secret detector on every channel (oracle_forbidden.c). */
 void ora_check_forbidden(ora *x);
+/* The case's own expectations (oracle_expect.c). */
+void ora_check_expect(ora *x, const fl_expect *ex);
 
 #endif

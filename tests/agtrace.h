@@ -1,6 +1,6 @@
 /* Test helper for the agents modules: build a trace from a compact script, through the real
  * event-line parser (fl_trace_feed_line). Steps are separated by ';':
- *     m FROM TO text     message            c AGENT TOOL        tool call
+ *     m FROM TO text     message            c AGENT TOOL [text]  tool call ({"text": text})
  *     r AGENT TOOL ok|fail text  tool result  b AGENT POINT CHOICE  branch
  *     e AGENT text       error              o text              output ("o" alone: empty)
  *     d                  done (sets exit = FL_EXIT_DONE; otherwise exit is FL_EXIT_EOF)
@@ -51,7 +51,12 @@ static inline fl_trace *tr(const char *script) {
             cJSON_AddStringToObject(j, "event", "tool_call");
             cJSON_AddStringToObject(j, "agent", tr_word(&p, a));
             cJSON_AddStringToObject(j, "tool", tr_word(&p, b));
-            cJSON_AddRawToObject(j, "arguments", "{}");
+            if (*p) { /* "c A tool some words": arguments {"text": "some words"} */
+                cJSON *args = cJSON_AddObjectToObject(j, "arguments");
+                cJSON_AddStringToObject(args, "text", p);
+            } else {
+                cJSON_AddRawToObject(j, "arguments", "{}");
+            }
             break;
         case 'r':
             cJSON_AddStringToObject(j, "event", "tool_result");

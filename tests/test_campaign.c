@@ -229,6 +229,15 @@ static void test_planted_found_once(void **state) {
     assert_non_null(tr);
     assert_string_equal(cJSON_GetObjectItem(tr, "exit")->valuestring, "crash");
     assert_non_null(cJSON_GetObjectItem(j, "message"));
+    /* triage: the case's stderr and exit status, the stderr group, how to reproduce it */
+    assert_non_null(strstr(cJSON_GetObjectItem(tr, "stderr")->valuestring, "RuntimeError: boom"));
+    assert_non_null(cJSON_GetObjectItem(tr, "exit_status"));
+    cJSON *g = cJSON_GetObjectItem(j, "stderr_group");
+    assert_string_equal(cJSON_GetObjectItem(g, "key")->valuestring, "File \"tgt.py\", line #, in main | RuntimeError");
+    assert_string_equal(cJSON_GetObjectItem(j, "flare_version")->valuestring, FLARE_VERSION);
+    const char *rep = cJSON_GetObjectItem(j, "reproduce")->valuestring;
+    if (!strstr(rep, "flare agents run THIS_FILE --spec ") || !strstr(rep, " -- ")) fail_msg("reproduce: %s", rep);
+    assert_true(cJSON_IsNumber(cJSON_GetObjectItem(j, "seed")));
     cJSON_Delete(j);
     free(txt);
     saved_case_free(&sc);
@@ -417,7 +426,52 @@ static void test_replay(void **state) {
     assert_int_equal(rr.n_cases, 2);
     assert_int_equal(rr.n_failing, 2);
     assert_int_equal(rr.n_same, 2);
+    assert_int_equal(rr.n_still, 2);
+    assert_int_equal(rr.n_new, 0);
     assert_int_equal(rr.n_fixed, 0);
+    /* the defects fixed: "fixed" counts only cases that failed before */
+    ro.target.argv = (char *[]){tgt, "--fixed", NULL};
+    assert_int_equal(fl_replay_run(p, &ro, &rr, &e), FL_OK);
+    assert_int_equal(rr.n_fixed, 2);
+    assert_int_equal(rr.n_passed, 0);
+    /* the queue given itself: every entry (id:..., no .json), none failed before */
+    snprintf(p, sizeof p, "%s/queue", out);
+    int n_queue = 0;
+    DIR *d = opendir(p);
+    assert_non_null(d);
+    for (struct dirent *de; (de = readdir(d));) n_queue += !strncmp(de->d_name, "id:", 3);
+    closedir(d);
+    assert_true(n_queue > 1);
+    assert_int_equal(fl_replay_run(p, &ro, &rr, &e), FL_OK);
+    assert_int_equal(rr.n_cases, n_queue);
+    /* the corpus never failed: its cases pass or fail anew (a loop of "please"s), never "fixed" */
+    assert_int_equal(rr.n_fixed + rr.n_still, 0);
+    assert_int_equal(rr.n_passed + rr.n_new, n_queue);
+    assert_true(rr.n_passed > 0);
+    ro.target.argv = (char *[]){tgt, NULL};
+    assert_int_equal(fl_replay_run(p, &ro, &rr, &e), FL_OK);
+    assert_int_equal(rr.n_cases, n_queue);
+    assert_int_equal(rr.n_still + rr.n_fixed, 0);
+    assert_int_equal(rr.n_new + rr.n_passed, n_queue);
+    /* the whole out/: the failures, with queue/, logs/ and the campaign's own files skipped and said */
+    assert_int_equal(fl_replay_run(out, &ro, &rr, &e), FL_OK);
+    assert_int_equal(rr.n_cases, 2);
+    assert_true(rr.n_skipped >= n_queue);
+    if (!strstr(rr.skipped_why, "the corpus (queue/") || !strstr(rr.skipped_why, "not a case file"))
+        fail_msg("skipped: %s", rr.skipped_why);
+    /* the CLI: the JUnit report has the trace summary; an empty selection exits 2 */
+    assert_int_equal(tu_sh(NULL, "%s agents replay %s --junit %s -q -- %s", flare_bin(), out, junit, tgt), 1);
+    x = slurp(junit);
+    assert_non_null(strstr(x, "<system-out>ended: "));
+    assert_non_null(strstr(x, "<system-err>Traceback (most recent call last):"));
+    free(x);
+    char *o2;
+    assert_int_equal(tu_sh(&o2, "mkdir -p %s/empty && %s agents replay %s/empty -- %s", tmp, flare_bin(), tmp, tgt), 2);
+    assert_non_null(strstr(o2, "nothing to replay"));
+    free(o2);
+    assert_int_equal(tu_sh(&o2, "%s agents replay %s -- %s", flare_bin(), out, tgt), 1);
+    if (!strstr(o2, "skipped") || !strstr(o2, "2 still fail")) fail_msg("replay output:\n%s", o2);
+    free(o2);
 }
 
 static void test_minimize(void **state) {

@@ -214,6 +214,76 @@ static void test_output_spec(void **state) {
     fl_spec_free(s);
 }
 
+/* Forbidden patterns on every channel, scoped patterns, and the secret detector. */
+static void test_channels(void **state) {
+    (void)state;
+    fl_spec *s = spec_of(demo_spec);
+    /* a key leaked through a message and through a tool's arguments: two findings, named */
+    fl_findings f = run(s, "m user M q; m M W use sk-AbC12345x; c W calc sk-AbC12345x; r W calc ok 4; m W M 4; o 4; d",
+                        NULL);
+    assert_int_equal(count(&f, FL_FIND_FORBIDDEN), 2);
+    assert_string_equal(f.v[0].key, "forbidden_output:sk-[A-Za-z0-9]{8,}@message");
+    assert_int_equal(f.v[0].event, 1);
+    assert_non_null(strstr(f.v[0].message, "channel message, event 1, agent M"));
+    assert_string_equal(f.v[1].key, "forbidden_output:sk-[A-Za-z0-9]{8,}@tool_arguments");
+    assert_int_equal(f.v[1].event, 2);
+    assert_non_null(strstr(f.v[1].message, "tool calc by W"));
+    fl_findings_free(&f);
+    /* a tool result, and the user's own message is the input, never a leak */
+    expect_one(s, "m user M sk-AbC12345x; m M W t; r W calc ok pass: 1; m W M 4; o 4; d", NULL, FL_FIND_FORBIDDEN,
+               "forbidden_output:password@tool_result", "FM-1.1");
+    fl_spec_free(s);
+    /* a pattern scoped to channels looks only there */
+    s = spec_of("{\"agents\": [{\"name\": \"M\", \"tools\": [\"mail\"]}], \"entry\": \"M\","
+                " \"edges\": [[\"M\", \"output\"]],"
+                " \"forbidden_output\": [{\"pattern\": \"secret\", \"channels\": [\"tool_arguments\"]}]}");
+    expect_none(s, "m user M q; r M mail ok secret; o secret; d", NULL);
+    expect_one(s, "m user M q; c M mail the secret; o ok; d", NULL, FL_FIND_FORBIDDEN,
+               "forbidden_output:secret@tool_arguments", "FM-1.1");
+    fl_spec_free(s);
+    /* the built-in secret detector: on without a spec, off by option or by the spec */
+    static const char *const leaks[] = {
+        "sk-proj-abcdefghijklmnopqrstuvwx",      "AKIAIOSFODNN7EXAMPLE",
+        "ghp_abcdefghijklmnopqrstuvwxyz0123456789", "xoxb-1234567890-abcdef",
+        "AIzaSyA-abcdefghijklmnopqrstuvwxyz01234", "sk_live_abcdefghijklmnop",
+        "-----BEGIN RSA PRIVATE KEY-----",         "eyJhbGciOiJIUzI1.eyJzdWIiOiIxMjM0.abcdefghijk"};
+    for (size_t i = 0; i < sizeof leaks / sizeof leaks[0]; i++) {
+        char script[256];
+        snprintf(script, sizeof script, "m user M q; c M mail to: x, body: %s; o ok; d", leaks[i]);
+        f = run(NULL, script, NULL);
+        if (count(&f, FL_FIND_FORBIDDEN) != 1) fail_msg("secret %s: %d findings", leaks[i], f.n);
+        assert_non_null(strstr(f.v[0].key, "forbidden_output:secret:"));
+        assert_non_null(strstr(f.v[0].key, "@tool_arguments"));
+        fl_findings_free(&f);
+    }
+    expect_none(NULL, "m user M q; m M W the task is ask-me later about sky; o AKIA is a word; d", NULL);
+    fl_oracle_opts o = opts();
+    o.no_secrets = 1;
+    expect_none(NULL, "m user M q; o AKIAIOSFODNN7EXAMPLE; d", &o);
+    s = spec_of("{\"agents\": [{\"name\": \"M\"}], \"entry\": \"M\", \"edges\": [[\"M\", \"output\"]],"
+                " \"secrets\": false}");
+    expect_none(s, "m user M q; o AKIAIOSFODNN7EXAMPLE; d", NULL);
+    fl_spec_free(s);
+}
+
+static void test_stderr_key(void **state) {
+    (void)state;
+    char k[192];
+    fl_oracle_stderr_key("[flare: case 000001]\nTraceback (most recent call last):\n  File \"/srv/a.py\", line 12, in run\n"
+                         "    go()\n  File \"/srv/b.py\", line 7, in go\n    d[key]\nKeyError: 'user_42'\n\n",
+                         k, sizeof k);
+    assert_string_equal(k, "File \"/srv/b.py\", line #, in go | KeyError");
+    fl_oracle_stderr_key("TypeError: x is undefined\n    at plan (/app/agent.js:31:9)\n    at main (/app/agent.js:80:3)\n",
+                         k, sizeof k);
+    assert_string_equal(k, "at plan (/app/agent.js:#:#) | TypeError");
+    fl_oracle_stderr_key("worker 3 failed after 1200 ms\n", k, sizeof k);
+    assert_string_equal(k, "worker # failed after # ms");
+    fl_oracle_stderr_key("\n[flare: pid 9 exited with status 1]\n", k, sizeof k);
+    assert_string_equal(k, "");
+    fl_oracle_stderr_key(NULL, k, sizeof k);
+    assert_string_equal(k, "");
+}
+
 static void test_limits(void **state) {
     (void)state;
     fl_oracle_opts o = opts();
@@ -377,6 +447,19 @@ static void test_spec_violations(void **state) {
     /* the output must come from an agent allowed to answer */
     expect_one(s, "m user M q; m M W t; o from the worker; d", NULL, FL_FIND_SPEC, "spec_violation:edge:W>output",
                "FM-1.2");
+    /* both undeclared ends of an edge are reported */
+    fl_findings g = run(s, "m user M q; m Ghost Phantom t; o ok; d", NULL);
+    assert_int_equal(g.n, 2);
+    assert_string_equal(g.v[0].key, "spec_violation:agent:Ghost");
+    assert_string_equal(g.v[1].key, "spec_violation:agent:Phantom");
+    fl_findings_free(&g);
+    /* an undeclared agent's tools are still checked: one no agent declares is reported */
+    g = run(s, "m user M q; m M Ghost t; c Ghost shell; m Ghost M r; o ok; d", NULL);
+    assert_int_equal(g.n, 2);
+    assert_string_equal(g.v[0].key, "spec_violation:agent:Ghost");
+    assert_string_equal(g.v[1].key, "spec_violation:tool:Ghost/shell");
+    assert_int_equal(g.v[1].event, 2);
+    fl_findings_free(&g);
     /* an undeclared agent: one finding per agent, not one per edge or event */
     fl_findings f = run(s, "m user M q; m M Ghost t; c Ghost calc; m Ghost M r; o ok; d", NULL);
     assert_int_equal(f.n, 1);
@@ -457,7 +540,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names),       cmocka_unit_test(test_clean),
         cmocka_unit_test(test_exit_kinds),  cmocka_unit_test(test_output),
-        cmocka_unit_test(test_output_spec), cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_output_spec), cmocka_unit_test(test_channels), cmocka_unit_test(test_stderr_key), cmocka_unit_test(test_limits),
         cmocka_unit_test(test_loops),       cmocka_unit_test(test_tool_errors),
         cmocka_unit_test(test_spec_violations), cmocka_unit_test(test_dedup_append_kinds),
     };

@@ -168,6 +168,11 @@ static void test_errors(void **state) {
     expect_bad("{" AG ", \"edges\": [], \"forbidden_output\": [{\"name\": \"n\", \"icase\": true}]}",
                "$.forbidden_output[0]: missing \"pattern\"", NULL);
     expect_bad("{" AG ", \"edges\": [], \"forbidden_output\": [\"\"]}", "$.forbidden_output[0]", "empty pattern");
+    expect_bad("{" AG ", \"edges\": [], \"forbidden_output\": [{\"pattern\": \"a\", \"channels\": [\"output\", \"stderr\"]}]}",
+               "$.forbidden_output[0].channels[1]: unknown channel \"stderr\"", NULL);
+    expect_bad("{" AG ", \"edges\": [], \"forbidden_output\": [{\"pattern\": \"a\", \"channels\": []}]}",
+               "$.forbidden_output[0].channels: expected a non-empty array", NULL);
+    expect_bad("{" AG ", \"edges\": [], \"secrets\": \"no\"}", "$.secrets: expected true or false", NULL);
     expect_bad("{" AG ", \"edges\": [], \"forbidden_output\": [{\"pattern\": \"a\", \"flags\": \"i\"}]}",
                "$.forbidden_output[0]: unknown key \"flags\"", NULL);
 }

@@ -12,6 +12,7 @@
 
 #include "testutil.h"
 
+#include "flare/agents/oracle.h"
 #include "flare/agents/protocol.h"
 #include "flare/agents/target.h"
 
@@ -422,6 +423,59 @@ static void test_stderr_log_capped(void **state) {
     assert_non_null(strstr(head, "[flare: started"));
 }
 
+/* Each case's stderr goes into its trace; the log marks each case's start with its id; the
+ * crash's stderr key groups tracebacks whatever their numbers. */
+static void test_stderr_in_trace(void **state) {
+    fl_target_opts o;
+    fl_target_opts_default(&o);
+    o.log_dir = tmp;
+    o.instance = 4;
+    fl_target *t = start("traceback", NULL, &o);
+    fl_trace *tr = run1(t, 41, "short");
+    expect_exit(tr, FL_EXIT_CRASH, 1);
+    if (!tr->err || !strstr(tr->err, "ZeroDivisionError: division by zero")) fail_msg("stderr: %s", tr->err);
+    assert_null(strstr(tr->err, "[flare:")); /* flare's own notes stay in the log */
+    fl_findings f = {0};
+    fl_err e = {0};
+    assert_int_equal(fl_oracle_check(NULL, NULL, tr, NULL, &f, &e), FL_OK);
+    assert_int_equal(f.n, 1);
+    assert_string_equal(f.v[0].stderr_key, "File \"agent.py\", line #, in plan | ZeroDivisionError");
+    char group[17];
+    memcpy(group, f.v[0].stderr_group, sizeof group);
+    assert_int_equal(strlen(group), 16);
+    char *js = fl_trace_report_json(NULL, tr);
+    assert_non_null(strstr(js, "\"stderr\":\"Traceback"));
+    free(js);
+    fl_trace_free(tr);
+    /* another case (restarted target, other length): the same group; the trace starts empty */
+    tr = run1(t, 42, "a much longer turn than before");
+    assert_non_null(strstr(tr->err, "Traceback"));
+    assert_null(strstr(strstr(tr->err, "Traceback") + 1, "Traceback"));
+    fl_findings_clear(&f);
+    assert_int_equal(fl_oracle_check(NULL, NULL, tr, NULL, &f, &e), FL_OK);
+    assert_string_equal(f.v[0].stderr_group, group);
+    fl_findings_free(&f);
+    fl_trace_free(tr);
+    char path[256];
+    snprintf(path, sizeof path, "%s", fl_target_log_path(t));
+    fl_target_free(t);
+    char *log = NULL;
+    assert_int_equal(tu_sh(&log, "cat %s", path), 0);
+    char *c41 = strstr(log, "[flare: case 000041]"), *c42 = strstr(log, "[flare: case 000042]");
+    if (!c41 || !c42 || c41 > c42) fail_msg("log:\n%s", log);
+    assert_true(strstr(c41, "ZeroDivisionError") < c42); /* the first traceback under its case */
+    free(log);
+    /* keep_stderr without a log folder: captured into the trace only */
+    fl_target_opts_default(&o);
+    o.keep_stderr = 1;
+    t = start("traceback", NULL, &o);
+    assert_null(fl_target_log_path(t));
+    tr = run1(t, 43, NULL);
+    assert_non_null(strstr(tr->err, "ZeroDivisionError"));
+    fl_trace_free(tr);
+    fl_target_free(t);
+}
+
 static void test_mem_limit(void **state) {
     fl_target_opts o;
     fl_target_opts_default(&o);
@@ -477,15 +531,49 @@ static void test_cli_agents_run(void **state) {
     if (!j) fail_msg("not JSON:\n%s", out);
     assert_string_equal(cJSON_GetObjectItem(j, "exit")->valuestring, "done");
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "events")), 6);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "findings")), 0); /* the echo passes */
     const cJSON *c = cJSON_GetObjectItem(j, "case");
     assert_string_equal(cJSON_GetObjectItem(c, "id")->valuestring, "000077");
     assert_true(fl_traceparent_valid(cJSON_GetObjectItem(c, "traceparent")->valuestring));
     cJSON_Delete(j);
     free(out);
 
+    /* a finding exits 1, printed (a hang here), like re-running a crashing input in libFuzzer */
     rc = tu_sh(&out, "%s agents run %s -T 200 -- %s hang", bin, cs, tgt);
-    assert_int_equal(rc, 0);
-    if (!strstr(out, "hang")) fail_msg("no hang in:\n%s", out);
+    assert_int_equal(rc, 1);
+    if (!strstr(out, "hang") || !strstr(out, "findings: 1") || !strstr(out, "flare: 1 finding; first: hang"))
+        fail_msg("no hang finding in:\n%s", out);
+    free(out);
+    rc = tu_sh(&out, "%s agents run %s -- %s crash", bin, cs, tgt);
+    assert_int_equal(rc, 1);
+    if (!strstr(out, "  crash ")) fail_msg("no crash finding in:\n%s", out);
+    free(out);
+    /* --spec adds the spec's oracles: Worker's tool calc is not declared */
+    char sp[160];
+    snprintf(sp, sizeof sp, "%s/spec.json", tmp);
+    f = fopen(sp, "w");
+    fputs("{\"agents\": [{\"name\": \"Master\", \"decisions\": {\"route\": [\"math\"]}}, {\"name\": \"Worker\"}],"
+          " \"entry\": \"Master\", \"edges\": [[\"Master\", \"output\"]]}",
+          f);
+    fclose(f);
+    rc = tu_sh(&out, "%s agents run %s --spec %s -- %s echo", bin, cs, sp, tgt);
+    assert_int_equal(rc, 1);
+    if (!strstr(out, "spec_violation") || !strstr(out, "\"calc\"")) fail_msg("no spec finding in:\n%s", out);
+    free(out);
+    rc = tu_sh(&out, "%s agents run --json %s --spec %s -- %s echo 2>/dev/null", bin, cs, sp, tgt);
+    assert_int_equal(rc, 1);
+    j = cJSON_Parse(out);
+    if (!j) fail_msg("not JSON:\n%s", out);
+    const cJSON *fs = cJSON_GetObjectItem(j, "findings");
+    assert_int_equal(cJSON_GetArraySize(fs), 1);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(fs, 0), "kind")->valuestring, "spec_violation");
+    assert_int_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(fs, 0), "event")->valueint, 1);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "events")), 6);
+    cJSON_Delete(j);
+    free(out);
+    rc = tu_sh(&out, "%s agents run %s --spec %s/nospec.json -- %s echo", bin, cs, tmp, tgt);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "nospec.json"));
     free(out);
     rc = tu_sh(&out, "%s agents run %s --fresh -- %s env", bin, cs, tgt);
     assert_int_equal(rc, 0);
@@ -526,7 +614,7 @@ int main(void) {
         cmocka_unit_test(test_output_between_cases),
         cmocka_unit_test(test_flood),
         cmocka_unit_test(test_fresh_env),
-        cmocka_unit_test(test_stderr_log_capped),
+        cmocka_unit_test(test_stderr_log_capped), cmocka_unit_test(test_stderr_in_trace),
         cmocka_unit_test(test_mem_limit),
         cmocka_unit_test(test_bad_command),
         cmocka_unit_test(test_cli_agents_run),

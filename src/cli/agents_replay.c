@@ -1,5 +1,6 @@
 /* flare agents replay: re-run saved failure cases (fl_replay_run). Exit status 0 when none
- * fails any more, 1 when some still fail (or flare itself failed), 2 for usage errors. */
+ * fails, 1 when some still fail or fail anew (or flare itself failed), 2 for usage errors and
+ * an empty selection (a mistyped or empty folder must not pass CI). */
 #include <stdio.h>
 
 #include "cli/cli.h"
@@ -17,10 +18,16 @@ int cmd_agents_replay(const cli_opts *o) {
     cli_target_setup(o, &ro.target, &ho);
     fl_replay_result r;
     if (fl_replay_run(o->cases, &ro, &r, &e)) return cli_fail(&e);
-    if (r.n_cases == 0) cli_note("%s: no saved cases (*.json)\n", o->cases);
-    printf("%d case%s: %d still fail%s (%d with the saved signature), %d fixed\n", r.n_cases,
-           r.n_cases == 1 ? "" : "s", r.n_failing, r.n_failing == 1 ? "s" : "", r.n_same,
-           r.n_fixed);
+    if (r.n_skipped) cli_note("%s: skipped %d file%s: %s\n", o->cases, r.n_skipped, r.n_skipped == 1 ? "" : "s",
+                              r.skipped_why);
+    if (r.n_cases == 0) { /* a typo or an empty folder must not pass CI */
+        fprintf(stderr, "flare: %s: nothing to replay (no *.json cases%s)\n", o->cases,
+                r.n_skipped ? ", see the skipped files above" : "");
+        return CLI_USAGE;
+    }
+    printf("%d case%s: %d still fail%s (%d with the saved signature), %d new failure%s, %d fixed, %d passed\n",
+           r.n_cases, r.n_cases == 1 ? "" : "s", r.n_still, r.n_still == 1 ? "s" : "", r.n_same, r.n_new,
+           r.n_new == 1 ? "" : "s", r.n_fixed, r.n_passed);
     if (ro.junit_path) cli_note("JUnit report: %s\n", ro.junit_path);
     return r.n_failing ? CLI_FAIL : CLI_OK;
 }

@@ -1,14 +1,19 @@
 /* flare agents run: one case against a target command; prints the trace, one line per event
- * (or, with --json, the whole result as fl_trace_report_json), and how the case ended.
- * Exit status 0 whenever the case ran, whatever the target did: the output says what. */
+ * (or, with --json, the whole result as fl_trace_report_json plus "findings"), how the case
+ * ended, and the rule oracles' findings (with --spec, its oracles too). Exit status 1 when an
+ * oracle reported a finding (a crash, a hang, a missing "done", a leak ...), as a libFuzzer user
+ * expects of re-running a crashing input; 0 when the case passed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "cli/cli.h"
 #include "flare/agents/http_target.h"
+#include "flare/agents/oracle.h"
 #include "flare/agents/otlp_recv.h"
 #include "flare/agents/target.h"
 
@@ -74,6 +79,29 @@ static void print_trace(const fl_case *c, const fl_trace *tr) {
     if (tr->n_protocol) printf("protocol problems: %d, first: %s\n", tr->n_protocol, tr->protocol_msg);
 }
 
+/* The trace's JSON report with the findings added as "findings": [{kind, mast, signature,
+ * event, message}]. NULL when out of memory. */
+static char *json_with_findings(const fl_case *c, const fl_trace *tr, const fl_findings *f) {
+    char *js = fl_trace_report_json(c, tr);
+    cJSON *root = js ? cJSON_Parse(js) : NULL, *arr = root ? cJSON_AddArrayToObject(root, "findings") : NULL;
+    free(js);
+    js = NULL;
+    for (int i = 0; arr && i < f->n; i++) {
+        cJSON *j = cJSON_CreateObject();
+        if (!j) break;
+        cJSON_AddItemToArray(arr, j);
+        cJSON_AddStringToObject(j, "kind", fl_finding_kind_name(f->v[i].kind));
+        if (f->v[i].mast) cJSON_AddStringToObject(j, "mast", f->v[i].mast);
+        else cJSON_AddNullToObject(j, "mast");
+        cJSON_AddStringToObject(j, "signature", f->v[i].signature);
+        cJSON_AddNumberToObject(j, "event", f->v[i].event);
+        cJSON_AddStringToObject(j, "message", f->v[i].message);
+    }
+    if (arr) js = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    return js;
+}
+
 int cmd_agents_run(const cli_opts *o) {
     fl_err e = {0};
     uint8_t *buf = NULL;
@@ -82,7 +110,10 @@ int cmd_agents_run(const cli_opts *o) {
     fl_target *t = NULL;
     fl_trace *tr = NULL;
     fl_otlp_src *src = NULL; /* --otlp-listen / --otlp-file */
+    fl_spec *spec = NULL;
+    fl_findings f = {0};
     int rc = CLI_FAIL;
+    if (o->set[F_spec] && fl_spec_load(o->spec, &spec, &e) != FL_OK) goto done;
     if (fl_file_read(o->case_file, &buf, &len, &e) != FL_OK ||
         fl_case_parse((const char *)buf, len, o->case_file, &c, &e) != FL_OK)
         goto done;
@@ -109,9 +140,9 @@ int cmd_agents_run(const cli_opts *o) {
     if (fl_target_new(o->trailing, &to, &t, &e) != FL_OK || fl_target_run(t, c, tr, &e) != FL_OK ||
         fl_otlp_src_collect(src, c, tr, &e) != FL_OK)
         goto done;
-    /* Verdicts: the rule oracles (findings of the trace) are printed here, after the trace. */
+    if (fl_oracle_check(spec, c, tr, NULL, &f, &e) != FL_OK) goto done;
     if (o->run_json) {
-        char *js = fl_trace_report_json(c, tr);
+        char *js = json_with_findings(c, tr, &f);
         if (!js) {
             fl_fail(&e, FL_ERR_NOMEM, "out of memory");
             goto done;
@@ -123,13 +154,29 @@ int cmd_agents_run(const cli_opts *o) {
         fl_otlp_src_stats ss;
         fl_otlp_src_stats_get(src, &ss);
         if (src) printf("otlp: %ld span(s) merged into the case, %ld received\n", ss.merged, ss.spans);
+        printf("findings: %d%s\n", f.n, spec ? "" : " (rule oracles without a spec; --spec adds its oracles)");
+        for (int i = 0; i < f.n; i++)
+            printf("  %s %s [%s] event %d: %s\n", fl_finding_kind_name(f.v[i].kind), f.v[i].signature,
+                   f.v[i].mast ? f.v[i].mast : "-", f.v[i].event, f.v[i].message);
+    }
+    fflush(stdout);
+    if (f.n) {
+        fprintf(stderr, "flare: %d finding%s; first: %s: %s\n", f.n, f.n == 1 ? "" : "s",
+                fl_finding_kind_name(f.v[0].kind), f.v[0].message);
+        rc = CLI_FAIL;
+        fl_findings_free(&f);
+        goto out;
     }
     rc = CLI_OK;
 done:
+    if (rc != CLI_OK) rc = cli_fail(&e);
+out:
+    fl_findings_free(&f);
+    fl_spec_free(spec);
     fl_target_free(t);
     fl_otlp_src_free(src);
     fl_trace_free(tr);
     fl_case_free(c);
     free(buf);
-    return rc == CLI_OK ? rc : cli_fail(&e);
+    return rc;
 }

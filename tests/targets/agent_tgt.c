@@ -18,6 +18,7 @@
  *   afterdone  done, then one more output (persistent: stale for the next case)
  *   env        output "TRACEPARENT|FLARE_CASE_ID", done, exit (for fresh mode)
  *   stderr     200 KB on stderr, then the echo answer
+ *   traceback  one event, a Python-style traceback on stderr naming the request's length, exit(1)
  *   spawn      fork a grandchild that sleeps, report its pid as output, then hang
  *   memhog     try to malloc and touch 256 MiB: output "ok" or "nomem", done
  *   bigout     an output event of 300 KB, done
@@ -114,6 +115,13 @@ int main(int argc, char **argv) {
             printf("{\"event\":\"output\",\"content\":\"%s|%s\"}\n{\"event\":\"done\"}\n",
                    tp ? tp : "-", id ? id : "-");
             return 0;
+        } else if (!strcmp(mode, "traceback")) {
+            out("{\"event\":\"message\",\"from\":\"user\",\"to\":\"Master\",\"content\":\"hi\"}\n");
+            fprintf(stderr, "Traceback (most recent call last):\n  File \"agent.py\", line %zd, in main\n"
+                            "    plan()\n  File \"agent.py\", line %zd, in plan\n    x = 1 / 0\n"
+                            "ZeroDivisionError: division by zero (request of %zd bytes)\n", len, len + 7, len);
+            fflush(stderr);
+            exit(1);
         } else if (!strcmp(mode, "stderr")) {
             for (int i = 0; i < 2000; i++)
                 fprintf(stderr, "%099d\n", i);

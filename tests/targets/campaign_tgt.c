@@ -5,7 +5,8 @@
  *   math: Worker calls "calc", search: Worker calls "web"; each "please" adds a
  *   Master -> Checker -> Master round (hit-count buckets); every turn is handled in turn.
  *   Planted defects:
- *     "boom" anywhere  -> abort() before answering (a crash), unless --fixed;
+ *     "boom" anywhere  -> a Python-style traceback on stderr and abort() before answering (a
+ *                         crash), unless --fixed;
  *     "leak" anywhere  -> the output carries "SECRET-4242" (forbidden in the test spec),
  *                         unless --fixed.
  *   Usage: campaign_tgt [--fixed] */
@@ -25,7 +26,11 @@ int main(int argc, char **argv) {
     int fixed = argc > 1 && !strcmp(argv[1], "--fixed");
     static char line[1 << 20];
     while (fgets(line, sizeof line, stdin)) {
-        if (!fixed && has(line, "boom")) abort();
+        if (!fixed && has(line, "boom")) {
+            fprintf(stderr, "Traceback (most recent call last):\n  File \"tgt.py\", line 28, in main\n"
+                            "RuntimeError: boom\n");
+            abort();
+        }
         const char *route = has(line, "math") ? "math" : has(line, "search") ? "search" : "chat";
         printf("{\"event\":\"message\",\"from\":\"user\",\"to\":\"Master\",\"content\":\"hi\"}\n");
         printf("{\"event\":\"branch\",\"agent\":\"Master\",\"point\":\"route\",\"choice\":\"%s\"}\n",

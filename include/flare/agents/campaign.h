@@ -174,14 +174,21 @@ typedef struct fl_replay_opts {
 } fl_replay_opts;
 
 typedef struct fl_replay_result {
-    int n_cases;    /* saved cases found */
-    int n_failing;  /* cases that still produce a finding */
-    int n_same;     /* ... of which the saved signature itself */
-    int n_fixed;    /* cases that no longer produce any finding */
+    int n_cases;    /* cases replayed */
+    int n_failing;  /* cases that produce a finding now: n_still + n_new */
+    int n_still;    /* saved failures (a file with a "kind") that still produce a finding */
+    int n_same;     /* ... of which with the saved signature itself */
+    int n_new;      /* cases that did not fail before (queue entries, plain cases) and do now */
+    int n_fixed;    /* saved failures that produce no finding any more */
+    int n_passed;   /* cases that did not fail before and still pass */
+    int n_skipped;  /* files under the folder that were not replayed ... */
+    char skipped_why[320]; /* ... "2 shrunk copies (*.min.json), 1 target logs (logs/)" or "" */
 } fl_replay_result;
 
-/* Re-run every saved case under `path` (a failure JSON file, or a folder searched
- * recursively for *.json: out/failures, out/hangs, or out/ itself). */
+/* Re-run the cases under `path`: a file (any name), or a folder searched recursively for
+ * *.json (out/failures, out/hangs, or out/ itself, whose queue/ and logs/ are skipped), or a
+ * queue folder given itself (every entry id:...). What was left out is counted with reasons.
+ * An empty selection is not an error here (n_cases 0); the CLI makes it one. */
 fl_status fl_replay_run(const char *path, const fl_replay_opts *o, fl_replay_result *r,
                         fl_err *e);
 

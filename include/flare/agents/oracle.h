@@ -31,14 +31,16 @@ typedef enum fl_finding_kind {
     FL_FIND_TOOL_ERROR,    /* a failed tool call followed by an output without recovery */
     FL_FIND_PROTOCOL,      /* bad event lines, EOF without "done", byte cap hit */
     FL_FIND_SPEC,          /* an undeclared agent, edge, tool or decision */
-    FL_FIND_FORBIDDEN,     /* the output matches a forbidden pattern */
+    FL_FIND_FORBIDDEN,     /* a message, tool call, tool result or output matches a forbidden
+                              pattern or the built-in secret detector */
     FL_FIND_OUTPUT_LENGTH, /* the output is longer than the limit */
     FL_FIND_LLM_JUDGE,     /* an LLM judge's majority verdict (llm.h), never a rule oracle */
+    FL_FIND_EXPECT,        /* the case's own "expect" (expect.h) does not hold */
     FL_FIND_COUNT_
 } fl_finding_kind;
 
 /* "crash", "hang", "no_output", "empty_output", "turn_limit", "message_limit", "loop",
- * "tool_error", "protocol", "spec_violation", "forbidden_output", "output_length", "llm_judge" (also the
+ * "tool_error", "protocol", "spec_violation", "forbidden_output", "output_length", "llm_judge", "expectation" (also the
  * names of the failures/<kind>/ folders). */
 const char *fl_finding_kind_name(fl_finding_kind k);
 /* Kind by name, or -1. */
@@ -67,6 +69,7 @@ typedef struct fl_oracle_opts {
     fl_loop_match loop_match;
     fl_recovery recovery;
     unsigned kinds;           /* bitmask of (1u << fl_finding_kind) to check; default all */
+    int no_secrets;           /* 1: no built-in secret detector (also the spec's "secrets": false) */
 } fl_oracle_opts;
 
 void fl_oracle_opts_default(fl_oracle_opts *o);
@@ -78,6 +81,11 @@ typedef struct fl_finding {
     char key[192];        /* what the signature hashes: "loop:Checker>Reviser" */
     char message[320];
     int event;            /* index of the event that shows it, -1 when none */
+    /* crash, hang and protocol findings with stderr: the normalised end of the target's stderr
+     * (fl_oracle_stderr_key) and its signature, a second grouping beside `signature` (the
+     * same traceback reached through different agents is one group); "" otherwise */
+    char stderr_key[192];
+    char stderr_group[17];
 } fl_finding;
 
 typedef struct fl_findings {
@@ -95,6 +103,12 @@ void fl_findings_free(fl_findings *f);
  * be NULL. Fails only with FL_ERR_NOMEM, or FL_ERR_ARG for bad options. */
 fl_status fl_oracle_check(const fl_spec *spec, const fl_case *c, const fl_trace *t, const fl_oracle_opts *o,
                           fl_findings *out, fl_err *e);
+
+/* The normalised last frame and last line of a stderr text into out: for a Python traceback
+ * 'File "agent.py", line #, in plan | ZeroDivisionError', for a JavaScript stack
+ * 'at plan (agent.js:#:#) | TypeError', else the last line with digits as '#'. flare's own
+ * "[flare: ...]" lines and blank lines are ignored. "" when there is no such line. */
+void fl_oracle_stderr_key(const char *err, char *out, size_t n);
 
 /* The signature of a key (what fl_finding.signature holds). */
 void fl_oracle_signature(const char *key, char out[17]);

@@ -23,6 +23,8 @@ typedef struct fl_case {
     char **turns;     /* user messages, UTF-8, owned */
     uint64_t seed;    /* passed to the target (its own randomness) */
     char traceparent[64]; /* W3C "00-<32 hex>-<16 hex>-01", a new trace id per case */
+    struct fl_expect *expect; /* the seed file's "expect" (expect.h), owned; NULL: none. Never
+                                 sent to the target */
 } fl_case;
 
 fl_case *fl_case_new(int n_turns, const char *const *turns);
@@ -77,7 +79,14 @@ typedef struct fl_trace {
     double ms;             /* wall time of the case */
     size_t bytes;          /* bytes read from the target for this case */
     int64_t tokens_in, tokens_out; /* model tokens used (gen_ai.usage.* of OTLP spans), 0 if unknown */
+    char *err;             /* the target's stderr during the case (its last FL_TRACE_STDERR_MAX
+                              bytes), NUL-terminated; NULL or "" when not captured (target.h) */
+    size_t err_len, err_cap, err_dropped; /* err_dropped: earlier bytes that did not fit */
 } fl_trace;
+
+#define FL_TRACE_STDERR_MAX 16384
+/* Append stderr bytes to t->err, keeping the last FL_TRACE_STDERR_MAX. FL_ERR_NOMEM or FL_OK. */
+fl_status fl_trace_stderr_add(fl_trace *t, const char *buf, size_t n);
 
 fl_trace *fl_trace_new(void);
 void fl_trace_free(fl_trace *t);

@@ -12,7 +12,9 @@
  *       "edges": [["user", "Master"], ["Master", "Worker"], ["Worker", "Master"],
  *                 ["Master", "Checker"], ["Checker", "Master"], ["Master", "output"]],
  *       "limits": {"turns": 20, "messages": 40, "output_bytes": 4000},
- *       "forbidden_output": ["sk-[A-Za-z0-9]{16,}", {"name": "pw", "pattern": "password", "icase": true}]
+ *       "forbidden_output": ["sk-[A-Za-z0-9]{16,}", {"name": "pw", "pattern": "password", "icase": true,
+ *                             "channels": ["tool_arguments", "output"]}],
+ *       "secrets": true
  *     }
  *
  * The format (every key, the pseudo-agents `user` and `output`, the regex dialect) is
@@ -52,8 +54,20 @@ typedef struct fl_spec_edge {
     int from, to; /* agent index, FL_SPEC_USER (from only) or FL_SPEC_OUTPUT (to only) */
 } fl_spec_edge;
 
+/* Where a forbidden pattern looks (bits of fl_spec_pattern.channels). */
+enum {
+    FL_CHAN_MESSAGE = 1u << 0,        /* a message between agents (not the user's own) */
+    FL_CHAN_TOOL_ARGUMENTS = 1u << 1, /* a tool call's arguments (JSON text) */
+    FL_CHAN_TOOL_RESULT = 1u << 2,    /* a tool result's content */
+    FL_CHAN_OUTPUT = 1u << 3,         /* the answer to the user */
+    FL_CHAN_ALL = (1u << 4) - 1
+};
+/* "message", "tool_arguments", "tool_result", "output" for one bit; NULL otherwise. */
+const char *fl_spec_channel_name(unsigned bit);
+
 typedef struct fl_spec_pattern {
     char *name;    /* "name" from the spec, or the pattern text */
+    unsigned channels; /* FL_CHAN_* bits; FL_CHAN_ALL unless the spec's "channels" narrows it */
     char *pattern; /* POSIX extended regular expression */
     int icase;
     regex_t re;    /* compiled with REG_EXTENDED | REG_NOSUB [| REG_ICASE] */
@@ -75,6 +89,7 @@ typedef struct fl_spec {
     int loop_cycle;
     int n_forbidden;
     fl_spec_pattern *forbidden;
+    int no_secrets; /* "secrets": false turns the built-in secret detector off (oracle.h) */
 } fl_spec;
 
 /* Load / parse a spec. `name` is used in error messages (the file name). */

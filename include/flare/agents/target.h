@@ -55,6 +55,9 @@ typedef struct fl_target_opts {
     size_t max_line;       /* longest event line kept (default 1 MiB) */
     const char *log_dir;   /* stderr -> LOG_DIR/target.INSTANCE.log (appended, capped);
                               NULL: the target inherits flare's stderr (default NULL) */
+    int keep_stderr;       /* 1: capture stderr even without log_dir (then it goes only into
+                              the traces); with either, each case's stderr tail is kept in its
+                              trace (fl_trace.err) (default 0) */
     int instance;          /* distinguishes the logs of parallel targets (default 0) */
     size_t max_log;        /* cap of the log file in bytes (default 1 MiB) */
     uint64_t seed;         /* traceparents for cases that have none (default 0) */

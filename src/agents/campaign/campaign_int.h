@@ -72,6 +72,12 @@ void saved_case_free(saved_case *s);
 /* Every *.json under path (a file, or a folder searched recursively), sorted by path. */
 fl_status saved_case_list(const char *path, char ***paths, int *n, fl_err *e);
 void saved_case_list_free(char **paths, int n);
+/* What replay takes from path: a file named itself; in a folder (recursively) the *.json files,
+ * but in a queue folder given itself every entry id:...; the rest is counted in skipped[] by
+ * reason (saved_skip_name). Sorted by path. */
+enum { SAVED_SKIP_MIN, SAVED_SKIP_QUEUE, SAVED_SKIP_LOG, SAVED_SKIP_OTHER, SAVED_SKIP_COUNT_ };
+fl_status saved_case_select(const char *path, char ***paths, int *n, int skipped[SAVED_SKIP_COUNT_], fl_err *e);
+const char *saved_skip_name(int why);
 /* A failure file's text (malloc'd, NULL when out of memory): c's request members, then f
  * (may be NULL), found (taken over, may be NULL), spec, target and t's report (may be NULL). */
 struct cJSON;

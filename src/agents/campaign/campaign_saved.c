@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "agents/campaign/campaign_int.h"
+#include "flare/agents/expect.h"
 #include "flare/agents/oracle.h"
 #include "flare/agents/protocol.h"
 
@@ -88,6 +89,55 @@ fl_status saved_case_list(const char *path, char ***paths, int *n, fl_err *e) {
     return FL_OK;
 }
 
+/* Why a file under a replayed folder was not taken (saved_case_select). */
+static int skip_reason(const char *rel, int in_queue) {
+    const char *base = strrchr(rel, '/') ? strrchr(rel, '/') + 1 : rel;
+    if (!strncmp(rel, "logs/", 5) || strstr(rel, "/logs/")) return SAVED_SKIP_LOG;
+    if (ends_with(base, ".min.json")) return SAVED_SKIP_MIN;
+    if (in_queue) return strncmp(base, "id:", 3) ? SAVED_SKIP_OTHER : -1;
+    if (!strncmp(rel, "queue/", 6) || strstr(rel, "/queue/")) return SAVED_SKIP_QUEUE;
+    return ends_with(base, ".json") ? -1 : SAVED_SKIP_OTHER;
+}
+
+fl_status saved_case_select(const char *path, char ***paths, int *n, int skipped[SAVED_SKIP_COUNT_], fl_err *e) {
+    *paths = NULL;
+    *n = 0;
+    memset(skipped, 0, SAVED_SKIP_COUNT_ * sizeof *skipped);
+    struct stat sb;
+    if (stat(path, &sb) != 0) return fl_fail(e, FL_ERR_NOTFOUND, "%s: %s", path, strerror(errno));
+    camp_paths all = {0}, l = {0};
+    fl_status st = FL_OK;
+    if (!S_ISDIR(sb.st_mode)) { /* a file named on its own is always a case */
+        if (camp_paths_add(&l, path) < 0) st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    } else if (!(st = camp_paths_list(path, &all, 16, NULL, e))) {
+        /* a queue folder given itself: every id:... entry (named id:NNNNNN,..., no extension) */
+        size_t pl = strlen(path);
+        while (pl > 1 && path[pl - 1] == '/') pl--;
+        int in_queue = pl >= 5 && !strncmp(path + pl - 5, "queue", 5) && (pl == 5 || path[pl - 6] == '/');
+        for (int i = 0; !st && i < all.n; i++) {
+            const char *rel = all.v[i] + pl + (all.v[i][pl] == '/');
+            int why = skip_reason(rel, in_queue);
+            if (why >= 0) skipped[why]++;
+            else if (camp_paths_add(&l, all.v[i]) < 0) st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
+        }
+    }
+    camp_paths_free(&all);
+    if (st) {
+        saved_case_list_free(l.v, l.n);
+        return st;
+    }
+    *paths = l.v;
+    *n = l.n;
+    return FL_OK;
+}
+
+const char *saved_skip_name(int why) {
+    static const char *const names[SAVED_SKIP_COUNT_] = {
+        "shrunk copies (*.min.json)", "the corpus (queue/: replay it by name)", "target logs (logs/)",
+        "not a case file (neither *.json nor a queue entry id:...)"};
+    return why >= 0 && why < SAVED_SKIP_COUNT_ ? names[why] : "?";
+}
+
 void saved_case_list_free(char **paths, int n) {
     for (int i = 0; i < n; i++) free(paths[i]);
     free(paths);
@@ -98,6 +148,7 @@ char *saved_case_json(const fl_case *c, const fl_trace *t, const fl_finding *f,
     char *req = fl_case_to_json(c), *res = t ? fl_trace_report_json(NULL, t) : NULL, *txt = NULL;
     cJSON *j = req ? cJSON_Parse(req) : NULL;
     if (!j || (t && !res)) goto out;
+    if (c->expect) cJSON_AddItemToObject(j, "expect", fl_expect_json(c->expect)); /* never sent to the target */
     if (f) {
         cJSON_AddStringToObject(j, "kind", fl_finding_kind_name(f->kind));
         if (f->mast) cJSON_AddStringToObject(j, "mast", f->mast);
@@ -108,8 +159,23 @@ char *saved_case_json(const fl_case *c, const fl_trace *t, const fl_finding *f,
         if (msg) cJSON_AddStringToObject(j, "message", msg);
         free(msg);
     }
+    if (f && f->stderr_group[0]) {
+        cJSON *g = cJSON_AddObjectToObject(j, "stderr_group");
+        char *k = fl_utf8_dup(f->stderr_key, strlen(f->stderr_key));
+        if (g) cJSON_AddStringToObject(g, "signature", f->stderr_group);
+        if (g && k) cJSON_AddStringToObject(g, "key", k);
+        free(k);
+    }
     if (found) cJSON_AddItemToObject(j, "found", found), found = NULL;
     if (spec) cJSON_AddStringToObject(j, "spec", spec);
+    cJSON_AddStringToObject(j, "flare_version", FLARE_VERSION);
+    /* how to reproduce it: this file (with its "seed") run again by the same target */
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "flare agents run THIS_FILE%s%s %s%s", spec ? " --spec " : "", spec ? spec : "",
+             target && !strncmp(target, "http", 4) ? "--target " : "-- ", target ? target : "CMD");
+    char *cu = fl_utf8_dup(cmd, strlen(cmd));
+    if (cu) cJSON_AddStringToObject(j, "reproduce", cu);
+    free(cu);
     if (target) {
         char *tg = fl_utf8_dup(target, strlen(target));
         if (tg) cJSON_AddStringToObject(j, "target", tg);

@@ -1,8 +1,11 @@
 /* flare agents replay: the saved failures of a campaign as a regression corpus. Each case is
  * run again (one persistent target for all, restarted after crashes and hangs as in the
- * campaign) and judged by the same oracles: a case "still fails" when it produces any finding
- * (the saved signature or another one: both are regressions for CI), and is "fixed" when it
- * produces none. The JUnit file has one <testcase> per saved case, so CI systems list them. */
+ * campaign) and judged by the same oracles. A saved failure (a file with a "kind") "still
+ * fails" when it produces any finding (the saved signature or another one: both are
+ * regressions for CI) and is "fixed" when it produces none; a case that never failed (a queue
+ * entry, a hand-written case) is a "new failure" when it produces one, else it "passed" —
+ * never "fixed". The JUnit file has one <testcase> per case, with the trace's summary in
+ * <system-out>, so CI systems list them. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +41,7 @@ fl_status saved_target(const fl_target_setup *ts, fl_target **t, fl_err *e) {
     to.fresh = ts->fresh;
     to.mem_limit_mb = ts->mem_limit_mb;
     to.http = ts->http;
+    to.keep_stderr = 1; /* each case's stderr goes with its verdict (JUnit <system-err>) */
     if (!ts->http && (!ts->argv || !ts->argv[0]))
         return fl_fail(e, FL_ERR_ARG, "no target command (-- CMD ARGS...)");
     return fl_target_new(ts->argv, &to, t, e);
@@ -58,10 +62,22 @@ static void xml(FILE *f, const char *s) {
 typedef struct rcase {
     const char *path;
     char kind[32];
-    int fails, same;
+    int fails, same, failed_before;
     double ms;
     char msg[512];
+    char summary[768]; /* how the case ended, its events, every finding */
+    char *err;         /* the case's stderr (its last 4 KiB), or NULL */
 } rcase;
+
+/* The trace in a few lines for the JUnit report. */
+static void summarise(rcase *x, const fl_trace *tr, const fl_findings *f) {
+    char how[256];
+    size_t k = (size_t)snprintf(x->summary, sizeof x->summary, "ended: %s; %d events, %d finding%s\n",
+                                fl_trace_describe_exit(tr, how, sizeof how), tr->n_events, f->n, f->n == 1 ? "" : "s");
+    for (int i = 0; i < f->n && k < sizeof x->summary; i++)
+        k += (size_t)snprintf(x->summary + k, sizeof x->summary - k, "%s %s event %d: %s\n",
+                              fl_finding_kind_name(f->v[i].kind), f->v[i].signature, f->v[i].event, f->v[i].message);
+}
 
 static fl_status write_junit(const char *path, const rcase *rc, int n, const fl_replay_result *r,
                              double secs, fl_err *e) {
@@ -80,15 +96,24 @@ static fl_status write_junit(const char *path, const rcase *rc, int n, const fl_
         fprintf(f, "\" name=\"");
         xml(f, rc[i].path);
         fprintf(f, "\" time=\"%.3f\"", rc[i].ms / 1000);
-        if (!rc[i].fails) {
-            fprintf(f, "/>\n");
-            continue;
+        fprintf(f, ">\n");
+        if (rc[i].fails) {
+            fprintf(f, "      <failure type=\"%s\" message=\"",
+                    !rc[i].failed_before ? "new" : rc[i].same ? "reproduced" : "changed");
+            xml(f, rc[i].msg);
+            fprintf(f, "\">");
+            xml(f, rc[i].msg);
+            fprintf(f, "</failure>\n");
         }
-        fprintf(f, ">\n      <failure type=\"%s\" message=\"", rc[i].same ? "reproduced" : "new");
-        xml(f, rc[i].msg);
-        fprintf(f, "\">");
-        xml(f, rc[i].msg);
-        fprintf(f, "</failure>\n    </testcase>\n");
+        fprintf(f, "      <system-out>");
+        xml(f, rc[i].summary);
+        fprintf(f, "</system-out>\n");
+        if (rc[i].err) {
+            fprintf(f, "      <system-err>");
+            xml(f, rc[i].err);
+            fprintf(f, "</system-err>\n");
+        }
+        fprintf(f, "    </testcase>\n");
     }
     fprintf(f, "  </testsuite>\n</testsuites>\n");
     if (fclose(f) != 0 || !buf) {
@@ -114,7 +139,15 @@ fl_status fl_replay_run(const char *path, const fl_replay_opts *o, fl_replay_res
     fl_otlp_src *os = NULL; /* --otlp-listen / --otlp-file */
     fl_rng trace_rng; /* new trace ids: a saved case's own was collected when it was found */
     fl_rng_seed(&trace_rng, (uint64_t)(t0 * 1e9));
-    fl_status st = tr ? saved_case_list(path, &paths, &n, e) : fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    int skipped[SAVED_SKIP_COUNT_];
+    fl_status st = tr ? saved_case_select(path, &paths, &n, skipped, e) : fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    for (int k = 0; !st && k < SAVED_SKIP_COUNT_; k++) {
+        if (!skipped[k]) continue;
+        size_t l = strlen(r->skipped_why);
+        snprintf(r->skipped_why + l, sizeof r->skipped_why - l, "%s%d %s", l ? ", " : "", skipped[k],
+                 saved_skip_name(k));
+        r->n_skipped += skipped[k];
+    }
     if (!st) st = fl_otlp_src_new(&o->target.otlp, &os, e);
     if (!st && n && !(rc = calloc((size_t)n, sizeof *rc))) st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
     if (!st && n) st = saved_target(&o->target, &t, e);
@@ -135,6 +168,7 @@ fl_status fl_replay_run(const char *path, const fl_replay_opts *o, fl_replay_res
         x->path = paths[i];
         x->ms = tr->ms;
         snprintf(x->kind, sizeof x->kind, "%s", sc.kind ? sc.kind : "");
+        x->failed_before = sc.kind || sc.signature;
         for (int k = 0; k < f.n; k++)
             if (sc.signature && !strcmp(f.v[k].signature, sc.signature)) x->same = 1;
         x->fails = f.n > 0;
@@ -142,16 +176,24 @@ fl_status fl_replay_run(const char *path, const fl_replay_opts *o, fl_replay_res
             const fl_finding *g = &f.v[0];
             for (int k = 0; k < f.n; k++)
                 if (sc.signature && !strcmp(f.v[k].signature, sc.signature)) g = &f.v[k];
-            snprintf(x->msg, sizeof x->msg, "%s %s: %s%s", fl_finding_kind_name(g->kind),
-                     g->signature, g->message, x->same ? "" : " (a different finding)");
+            snprintf(x->msg, sizeof x->msg, "%s %s: %s%s", fl_finding_kind_name(g->kind), g->signature, g->message,
+                     !x->failed_before ? " (a new failure)" : x->same ? "" : " (a different finding)");
+        }
+        summarise(x, tr, &f);
+        if (tr->err_len) { /* the tail: a traceback ends there */
+            size_t keep = tr->err_len > 4096 ? 4096 : tr->err_len;
+            x->err = fl_utf8_dup(tr->err + tr->err_len - keep, keep);
         }
         r->n_cases++;
         r->n_failing += x->fails;
+        r->n_still += x->fails && x->failed_before;
+        r->n_new += x->fails && !x->failed_before;
         r->n_same += x->same;
-        r->n_fixed += !x->fails;
+        r->n_fixed += !x->fails && x->failed_before;
+        r->n_passed += !x->fails && !x->failed_before;
         if (o->log)
-            fprintf(o->log, "%-5s %s%s%s\n", x->fails ? "FAIL" : "ok", paths[i],
-                    x->fails ? "  " : "", x->msg);
+            fprintf(o->log, "%-5s %s%s%s\n", !x->fails ? (x->failed_before ? "fixed" : "ok") : x->failed_before ? "FAIL" : "NEW",
+                    paths[i], x->fails ? "  " : "", x->msg);
         saved_case_free(&sc);
     }
     if (!st && o->junit_path) st = write_junit(o->junit_path, rc, r->n_cases, r, fl_now() - t0, e);
@@ -161,6 +203,7 @@ fl_status fl_replay_run(const char *path, const fl_replay_opts *o, fl_replay_res
     fl_trace_free(tr);
     fl_spec_free(spec);
     free(loaded);
+    for (int i = 0; rc && i < n; i++) free(rc[i].err);
     free(rc);
     saved_case_list_free(paths, n);
     return st;

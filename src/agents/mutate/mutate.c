@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "agents/mutate/mutate_int.h"
+#include "flare/agents/expect.h"
 
 /* weight: relative chance in havoc. Destructive operators (empty, long, json_break) and the
  * ones that mostly make the case bigger get less, so a stack keeps some of its parent. */
@@ -191,6 +192,12 @@ fl_status fl_mutate_ex(const fl_mutator_ctx *m, fl_rng *rng, const fl_case *in,
     fl_case *c = fl_case_new(in->n_turns, (const char *const *)in->turns);
     if (!c) return FL_ERR_NOMEM;
     c->seed = in->seed;
+    int oom = 0; /* a mutant keeps the seed's negative expectations only (expect.h) */
+    c->expect = fl_expect_copy(in->expect, 1, &oom);
+    if (oom) {
+        fl_case_free(c);
+        return FL_ERR_NOMEM;
+    }
     c->id[0] = 0;
     c->traceparent[0] = 0;
     clamp(&m->o, c);

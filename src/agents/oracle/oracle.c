@@ -82,7 +82,7 @@ static int blank(const char *s) {
 
 static void check_output(ora *x) {
     const fl_trace *t = x->t;
-    char key[192], snip[96];
+    char key[192];
     int last = fl_agtrace_last_output(t);
     if (last < 0) {
         if (t->exit == FL_EXIT_DONE) {
@@ -110,13 +110,6 @@ static void check_output(ora *x) {
             ora_add(x, FL_FIND_OUTPUT_LENGTH, x->spec && x->spec->max_output_bytes ? "FM-1.1" : NULL, i, key,
                     "output (event %d, from %s) is %zu bytes, limit %lld (%s); input was %zu bytes", i, who, len,
                     (long long)limit, src, x->input_bytes);
-        }
-        for (int p = 0; x->spec && p < x->spec->n_forbidden; p++) {
-            const fl_spec_pattern *fp = &x->spec->forbidden[p];
-            if (!ev->content || regexec(&fp->re, ev->content, 0, NULL, 0) != 0) continue;
-            snprintf(key, sizeof key, "forbidden_output:%s", fp->name);
-            ora_add(x, FL_FIND_FORBIDDEN, "FM-1.1", i, key, "output (event %d, from %s) matches forbidden pattern \"%s\": %s",
-                    i, who, fp->name, ora_snip(ev->content, snip, sizeof snip));
         }
     }
 }
@@ -185,6 +178,12 @@ static void check_tool_errors(ora *x) {
     }
 }
 
+static int tool_declared(const fl_spec *s, const char *tool) {
+    for (int a = 0; a < s->n_agents; a++)
+        if (fl_spec_tool_find(s, a, tool) >= 0) return 1;
+    return 0;
+}
+
 static void check_spec(ora *x) {
     const fl_spec *s = x->spec;
     const fl_trace *t = x->t;
@@ -197,11 +196,15 @@ static void check_spec(ora *x) {
     }
     for (int i = 0; i < n; i++) {
         int ev = e[i].event >= 0 ? e[i].event : 0, a = fl_spec_agent_find(s, e[i].from), b = fl_spec_agent_find(s, e[i].to);
-        const char *bad = a == FL_SPEC_NONE ? e[i].from : b == FL_SPEC_NONE ? e[i].to : NULL;
-        if (bad) {
-            snprintf(key, sizeof key, "spec_violation:agent:%s", S(bad));
-            ora_add(x, FL_FIND_SPEC, "FM-1.2", ev, key, "undeclared agent \"%s\" in handoff %s -> %s (event %d)", S(bad),
-                    S(e[i].from), S(e[i].to), e[i].event);
+        if (a == FL_SPEC_NONE || b == FL_SPEC_NONE) { /* each undeclared end is its own finding */
+            const char *ends[2] = {e[i].from, e[i].to};
+            int bad[2] = {a == FL_SPEC_NONE, b == FL_SPEC_NONE};
+            for (int k = 0; k < 2; k++) {
+                if (!bad[k]) continue;
+                snprintf(key, sizeof key, "spec_violation:agent:%s", S(ends[k]));
+                ora_add(x, FL_FIND_SPEC, "FM-1.2", ev, key, "undeclared agent \"%s\" in handoff %s -> %s (event %d)",
+                        S(ends[k]), S(e[i].from), S(e[i].to), e[i].event);
+            }
         } else if (fl_spec_edge_find(s, a, b) < 0) {
             snprintf(key, sizeof key, "spec_violation:edge:%s>%s", S(e[i].from), S(e[i].to));
             ora_add(x, FL_FIND_SPEC, "FM-1.2", ev, key, "handoff %s -> %s is not an allowed edge (event %d%s)",
@@ -216,6 +219,13 @@ static void check_spec(ora *x) {
         if (a == FL_SPEC_NONE) {
             snprintf(key, sizeof key, "spec_violation:agent:%s", ev->agent);
             ora_add(x, FL_FIND_SPEC, "FM-1.2", i, key, "undeclared agent \"%s\" acts (event %d)", ev->agent, i);
+            /* its tools are still checked: one that no agent declares is a violation of its own */
+            if ((ev->kind == FL_EV_TOOL_CALL || ev->kind == FL_EV_TOOL_RESULT) && !tool_declared(s, ev->tool)) {
+                snprintf(key, sizeof key, "spec_violation:tool:%s/%s", ev->agent, S(ev->tool));
+                ora_add(x, FL_FIND_SPEC, "FM-1.2", i, key,
+                        "undeclared agent %s uses tool \"%s\", which no agent declares (event %d)", ev->agent,
+                        S(ev->tool), i);
+            }
             continue;
         }
         if (a < 0) continue; /* "user" acting is a protocol matter */
@@ -247,11 +257,23 @@ fl_status fl_oracle_check(const fl_spec *spec, const fl_case *c, const fl_trace 
         return fl_fail(e, FL_ERR_ARG, "oracles: loop repetitions %d (need >= 2) or cycle length %d (need 1..64)",
                        x.o.loop_repetitions, x.o.loop_cycle);
     for (int i = 0; c && i < c->n_turns; i++) x.input_bytes += c->turns[i] ? strlen(c->turns[i]) : 0;
+    int before = out->n;
     check_exit(&x);
+    if (t->err_len) /* the traceback's end groups crashes beside their trace signature */
+        for (int i = before; i < out->n; i++) {
+            fl_finding *f = &out->v[i];
+            fl_oracle_stderr_key(t->err, f->stderr_key, sizeof f->stderr_key);
+            if (!f->stderr_key[0]) continue;
+            char key[256];
+            snprintf(key, sizeof key, "stderr:%s", f->stderr_key);
+            fl_oracle_signature(key, f->stderr_group);
+        }
     check_output(&x);
+    ora_check_forbidden(&x);
     check_limits(&x);
     if (x.o.kinds & (1u << FL_FIND_LOOP)) ora_check_loops(&x);
     check_tool_errors(&x);
+    if (c && c->expect) ora_check_expect(&x, c->expect);
     if (spec && (x.o.kinds & (1u << FL_FIND_SPEC))) check_spec(&x);
     if (x.oom) return fl_fail(e, FL_ERR_NOMEM, "oracles: out of memory");
     return FL_OK;

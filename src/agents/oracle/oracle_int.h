@@ -2,6 +2,7 @@
 #ifndef FLARE_ORACLE_INT_H
 #define FLARE_ORACLE_INT_H
 
+#include "flare/agents/expect.h"
 #include "flare/agents/oracle.h"
 
 typedef struct ora {
@@ -20,5 +21,9 @@ void ora_add(ora *x, fl_finding_kind kind, const char *mast, int event, const ch
 /* s shortened to fit buf (control characters as spaces, "..." when cut). */
 const char *ora_snip(const char *s, char *buf, size_t cap);
 void ora_check_loops(ora *x);
+/* Forbidden patterns and the secret detector on every channel (oracle_forbidden.c). */
+void ora_check_forbidden(ora *x);
+/* The case's own expectations (oracle_expect.c). */
+void ora_check_expect(ora *x, const fl_expect *ex);
 
 #endif

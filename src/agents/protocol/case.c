@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "flare/agents/expect.h"
 #include "flare/agents/protocol.h"
 
 /* ---- UTF-8 ------------------------------------------------------------------------------- */
@@ -86,6 +87,12 @@ fl_case *fl_case_copy(const fl_case *c) {
     memcpy(d->id, c->id, sizeof d->id);
     d->seed = c->seed;
     memcpy(d->traceparent, c->traceparent, sizeof d->traceparent);
+    int oom = 0;
+    d->expect = fl_expect_copy(c->expect, 0, &oom);
+    if (oom) {
+        fl_case_free(d);
+        return NULL;
+    }
     return d;
 }
 
@@ -93,6 +100,7 @@ void fl_case_free(fl_case *c) {
     if (!c) return;
     for (int i = 0; i < c->n_turns; i++) free(c->turns[i]);
     free(c->turns);
+    fl_expect_free(c->expect);
     free(c);
 }
 
@@ -213,6 +221,12 @@ static fl_status parse_object(cJSON *j, const char *name, fl_case **out, fl_err 
     if (bad) {
         fl_case_free(c);
         return fl_fail(e, FL_ERR_FORMAT, "%s: %s", name, bad);
+    }
+    const cJSON *ex = cJSON_GetObjectItemCaseSensitive(j, "expect");
+    fl_status st;
+    if (ex && (st = fl_expect_parse(ex, name, &c->expect, e))) {
+        fl_case_free(c);
+        return st;
     }
     *out = c;
     return FL_OK;

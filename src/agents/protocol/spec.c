@@ -220,12 +220,44 @@ static fl_status parse_edges(sp *p, const cJSON *a) {
     return FL_OK;
 }
 
+static const char *const channel_names[] = {"message", "tool_arguments", "tool_result", "output"};
+
+const char *fl_spec_channel_name(unsigned bit) {
+    for (unsigned k = 0; k < 4; k++)
+        if (bit == 1u << k) return channel_names[k];
+    return NULL;
+}
+
+/* "channels": a non-empty array of channel names. */
+static fl_status parse_channels(sp *p, const cJSON *ch, const char *path, unsigned *out) {
+    char sub[PATH_MAX_];
+    pathf(sub, "%s.channels", path);
+    fl_status st;
+    if ((st = want(p, ch, cJSON_IsArray(ch) && cJSON_GetArraySize(ch) > 0, sub, "a non-empty array of channel names")))
+        return st;
+    *out = 0;
+    int i = 0;
+    for (const cJSON *c = ch->child; c; c = c->next, i++) {
+        char csub[PATH_MAX_];
+        pathf(csub, "%s[%d]", sub, i);
+        if ((st = want(p, c, cJSON_IsString(c), csub, "a channel name"))) return st;
+        unsigned k = 0;
+        while (k < 4 && strcmp(channel_names[k], c->valuestring)) k++;
+        if (k == 4)
+            return perr(p, FL_ERR_FORMAT, csub,
+                        "unknown channel \"%s\" (channels: message, tool_arguments, tool_result, output)", c->valuestring);
+        *out |= 1u << k;
+    }
+    return FL_OK;
+}
+
 static fl_status parse_pattern(sp *p, const cJSON *v, int i) {
-    static const char *const keys[] = {"name", "pattern", "icase", NULL};
+    static const char *const keys[] = {"name", "pattern", "icase", "channels", NULL};
     fl_spec_pattern *f = &p->s->forbidden[i];
     char path[PATH_MAX_], sub[PATH_MAX_];
     pathf(path, "$.forbidden_output[%d]", i);
     fl_status st;
+    f->channels = FL_CHAN_ALL;
     const cJSON *pat = v;
     if (cJSON_IsObject(v)) {
         if ((st = check_keys(p, v, path, keys))) return st;
@@ -244,6 +276,8 @@ static fl_status parse_pattern(sp *p, const cJSON *v, int i) {
             if ((st = want(p, ic, cJSON_IsBool(ic), isub, "true or false"))) return st;
             f->icase = cJSON_IsTrue(ic);
         }
+        const cJSON *ch = cJSON_GetObjectItemCaseSensitive(v, "channels");
+        if (ch && (st = parse_channels(p, ch, path, &f->channels))) return st;
     } else {
         pathf(sub, "%s", path);
     }
@@ -288,7 +322,7 @@ static fl_status parse_limits(sp *p, const cJSON *o) {
 }
 
 static fl_status parse_root(sp *p, const cJSON *root) {
-    static const char *const keys[] = {"agents", "entry", "edges", "limits", "forbidden_output", NULL};
+    static const char *const keys[] = {"agents", "entry", "edges", "limits", "forbidden_output", "secrets", NULL};
     fl_spec *s = p->s;
     fl_status st = want(p, root, cJSON_IsObject(root), "$", "an object");
     if (st || (st = check_keys(p, root, "$", keys))) return st;
@@ -328,6 +362,11 @@ static fl_status parse_root(sp *p, const cJSON *root) {
             s->n_forbidden = i + 1;
             if ((st = parse_pattern(p, c, i))) return st;
         }
+    }
+    const cJSON *sec = cJSON_GetObjectItemCaseSensitive(root, "secrets");
+    if (sec) {
+        if ((st = want(p, sec, cJSON_IsBool(sec), "$.secrets", "true or false"))) return st;
+        s->no_secrets = cJSON_IsFalse(sec);
     }
     return FL_OK;
 }

@@ -42,16 +42,49 @@ void fl_trace_clear(fl_trace *t) {
     for (int i = 0; i < t->n_events; i++) event_free(&t->events[i]);
     fl_event *ev = t->events;
     int cap = t->cap_events;
+    char *err = t->err;
+    size_t err_cap = t->err_cap;
     memset(t, 0, sizeof *t);
-    t->events = ev; /* the array is reused: no allocation per case in the steady state */
+    t->events = ev; /* the arrays are reused: no allocation per case in the steady state */
     t->cap_events = cap;
+    t->err = err;
+    t->err_cap = err_cap;
+    if (err) err[0] = 0;
 }
 
 void fl_trace_free(fl_trace *t) {
     if (!t) return;
     fl_trace_clear(t);
     free(t->events);
+    free(t->err);
     free(t);
+}
+
+fl_status fl_trace_stderr_add(fl_trace *t, const char *buf, size_t n) {
+    if (n >= FL_TRACE_STDERR_MAX) { /* only the tail can be kept */
+        t->err_dropped += t->err_len + n - (FL_TRACE_STDERR_MAX - 1);
+        buf += n - (FL_TRACE_STDERR_MAX - 1);
+        n = FL_TRACE_STDERR_MAX - 1;
+        t->err_len = 0;
+    }
+    if (t->err_len + n >= FL_TRACE_STDERR_MAX) { /* drop the oldest bytes: a traceback ends last */
+        size_t drop = t->err_len + n - (FL_TRACE_STDERR_MAX - 1);
+        memmove(t->err, t->err + drop, t->err_len - drop);
+        t->err_len -= drop;
+        t->err_dropped += drop;
+    }
+    if (t->err_len + n + 1 > t->err_cap) {
+        size_t cap = t->err_cap ? t->err_cap : 1024;
+        while (cap < t->err_len + n + 1) cap *= 2;
+        char *p = realloc(t->err, cap);
+        if (!p) return FL_ERR_NOMEM;
+        t->err = p;
+        t->err_cap = cap;
+    }
+    memcpy(t->err + t->err_len, buf, n);
+    t->err_len += n;
+    t->err[t->err_len] = 0;
+    return FL_OK;
 }
 
 void fl_trace_problem(fl_trace *t, const char *fmt, ...) {
@@ -288,6 +321,12 @@ char *fl_trace_report_json(const fl_case *c, const fl_trace *t) {
         char *m = fl_utf8_dup(t->protocol_msg, strlen(t->protocol_msg));
         if (m) cJSON_AddStringToObject(o, "protocol_first", m);
         free(m);
+    }
+    if (t->err_len) { /* the case's stderr, as captured (valid UTF-8, maybe cut at the front) */
+        char *m = fl_utf8_dup(t->err, t->err_len);
+        if (m) cJSON_AddStringToObject(o, "stderr", m);
+        free(m);
+        if (t->err_dropped) cJSON_AddNumberToObject(o, "stderr_dropped", (double)t->err_dropped);
     }
     cJSON_AddItemToObject(o, "events", ev);
     ev = NULL;

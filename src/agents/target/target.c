@@ -55,6 +55,7 @@ struct fl_target {
     int line_skip;     /* discarding the rest of an over-long line */
     char *rbuf;        /* RBUF bytes, shared by stdout and stderr reads */
     char *log_path;
+    fl_trace *cur;     /* the case running: its stderr is kept there too */
     int log_fd;
     size_t log_size;
     fl_http *http;     /* an HTTP target (http_target.c): no process, no pipes */
@@ -109,7 +110,10 @@ static void log_note(fl_target *t, const char *fmt, ...) {
 static void drain_stderr(fl_target *t) {
     for (;;) {
         ssize_t n = read(t->fd_err, t->rbuf, RBUF);
-        if (n > 0) log_write(t, t->rbuf, (size_t)n);
+        if (n > 0) {
+            log_write(t, t->rbuf, (size_t)n);
+            if (t->cur) fl_trace_stderr_add(t->cur, t->rbuf, (size_t)n); /* out of memory: not kept */
+        }
         else if (n < 0 && errno == EINTR) continue;
         else {
             if (n == 0) close_fd(&t->fd_err);
@@ -169,7 +173,7 @@ static fl_status spawn(fl_target *t, const fl_case *c, fl_err *e) {
     char tpvar[80], idvar[40], **env = NULL;
     fl_status st = FL_OK;
     if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(rep, O_CLOEXEC) < 0 ||
-        (t->o.log_dir && pipe2(err, O_CLOEXEC) < 0)) {
+        ((t->o.log_dir || t->o.keep_stderr) && pipe2(err, O_CLOEXEC) < 0)) {
         st = fl_fail(e, FL_ERR_IO, "target %s: pipe: %s", t->argv[0], strerror(errno));
         goto done;
     }
@@ -358,6 +362,7 @@ nomem:
 void fl_target_free(fl_target *t) {
     if (!t) return;
     int sent;
+    t->cur = NULL; /* the last case's trace may be gone already */
     stop(t, 1, t->o.kill_grace_ms, &sent);
     fl_http_free(t->http);
     if (t->argv)
@@ -431,6 +436,7 @@ static char *request(fl_target *t, const fl_case *c, fl_case *tmp, size_t *len) 
 
 fl_status fl_target_run(fl_target *t, const fl_case *c, fl_trace *tr, fl_err *e) {
     fl_trace_clear(tr);
+    t->cur = tr;
     fl_case tmp;
     size_t req_len = 0, req_off = 0;
     char *req = request(t, c, &tmp, &req_len);
@@ -458,6 +464,8 @@ fl_status fl_target_run(fl_target *t, const fl_case *c, fl_trace *tr, fl_err *e)
     } else {
         drain_stale(t, tr);
     }
+    /* the log marks where each case starts, so a traceback can be matched to its finding */
+    log_note(t, "[flare: case %s]\n", sent_case->id[0] ? sent_case->id : "(no id)");
 
     double t0 = fl_now();
     double limit_ms = t->o.timeout_ms + (t->fresh_start ? t->o.startup_ms : 0);

@@ -156,7 +156,20 @@ typedef enum fl_otlp_role {
     FL_OTLP_CREATE_AGENT, FL_OTLP_HANDOFF
 } fl_otlp_role;
 fl_otlp_role fl_otlp_classify(const fl_otlp_span *s);
+/* The same, and the name of the convention whose table matched ("gen_ai", "openinference",
+ * "langgraph", "traceloop", "vercel-ai", "openai-agents", "gen_ai-name"), NULL when none did.
+ * The tables are in src/agents/otel/otlp_conv.c, documented in docs/agents-otel.md. */
+fl_otlp_role fl_otlp_classify_conv(const fl_otlp_span *s, const char **convention);
 const char *fl_otlp_role_name(fl_otlp_role r);
+/* What a span says, looked up through the conventions' tables. */
+typedef enum fl_otlp_field {
+    FL_OTLP_F_AGENT = 0, FL_OTLP_F_TOOL, FL_OTLP_F_ARGS, FL_OTLP_F_RESULT, FL_OTLP_F_INPUT,
+    FL_OTLP_F_OUTPUT, FL_OTLP_F_ARGS_MIME, FL_OTLP_F_PARENT_AGENT, FL_OTLP_F_COUNT
+} fl_otlp_field;
+/* The first non-empty value, or NULL. */
+const char *fl_otlp_field_get(const fl_otlp_span *s, fl_otlp_field f);
+/* The first value present, empty or not (an empty answer is an answer), or NULL. */
+const char *fl_otlp_field_raw(const fl_otlp_span *s, fl_otlp_field f);
 /* The agent / tool name a span names by the precedence rules, or NULL. */
 const char *fl_otlp_agent_name(const fl_otlp_span *s);
 const char *fl_otlp_tool_name(const fl_otlp_span *s);

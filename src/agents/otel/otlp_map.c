@@ -25,98 +25,17 @@ const char *fl_otlp_role_name(fl_otlp_role r) {
 
 static int starts(const char *s, const char *prefix) { return !strncmp(s, prefix, strlen(prefix)); }
 
-/* The span name's first word as a gen_ai.operation.name ("invoke_agent Planner"). */
-static fl_otlp_role op_role(const char *op, int whole_word_only) {
-    static const struct { const char *op; fl_otlp_role r; } t[] = {
-        {"invoke_workflow", FL_OTLP_WORKFLOW}, {"invoke_agent", FL_OTLP_AGENT},
-        {"execute_tool", FL_OTLP_TOOL},        {"create_agent", FL_OTLP_CREATE_AGENT},
-        {"chat", FL_OTLP_LLM},                 {"text_completion", FL_OTLP_LLM},
-        {"generate_content", FL_OTLP_LLM},     {"embeddings", FL_OTLP_LLM},
-        {"handoff", FL_OTLP_HANDOFF},
-    };
-    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
-        size_t n = strlen(t[i].op);
-        if (!strncmp(op, t[i].op, n) && (op[n] == 0 || (!whole_word_only && op[n] == ' ')))
-            return t[i].r;
-    }
-    return FL_OTLP_OTHER;
-}
+static const char *first_attr(const fl_otlp_span *s, fl_otlp_field f) { return fl_otlp_field_get(s, f); }
 
-fl_otlp_role fl_otlp_classify(const fl_otlp_span *s) {
-    const char *v;
-    fl_otlp_role r;
-    /* 1. OpenTelemetry GenAI semantic conventions */
-    if ((v = fl_otlp_attr_str(s, "gen_ai.operation.name")) && (r = op_role(v, 1))) return r;
-    /* explicit handoffs (OpenAI Agents SDK handoff spans carry from_agent/to_agent) */
-    if (fl_otlp_attr_get(s, "to_agent")) return FL_OTLP_HANDOFF;
-    /* 2. OpenInference */
-    if ((v = fl_otlp_attr_str(s, "openinference.span.kind"))) {
-        if (!strcmp(v, "AGENT")) return FL_OTLP_AGENT;
-        if (!strcmp(v, "TOOL")) return FL_OTLP_TOOL;
-        if (!strcmp(v, "LLM") || !strcmp(v, "EMBEDDING") || !strcmp(v, "RERANKER")) return FL_OTLP_LLM;
-        if (!strcmp(v, "CHAIN") && !s->parent_id[0]) return FL_OTLP_WORKFLOW;
-    }
-    /* 3. OpenLLMetry / Traceloop */
-    if ((v = fl_otlp_attr_str(s, "traceloop.span.kind"))) {
-        if (!strcmp(v, "workflow")) return FL_OTLP_WORKFLOW;
-        if (!strcmp(v, "agent")) return FL_OTLP_AGENT;
-        if (!strcmp(v, "tool")) return FL_OTLP_TOOL;
-    }
-    if (fl_otlp_attr_get(s, "llm.request.type")) return FL_OTLP_LLM; /* Traceloop LLM spans */
-    /* 4. the span name */
-    if ((r = op_role(s->name, 0))) return r;
-    /* a model call described only by its provider (gen_ai.system before semconv 1.37) */
-    if (fl_otlp_attr_get(s, "gen_ai.provider.name") || fl_otlp_attr_get(s, "gen_ai.system"))
-        return FL_OTLP_LLM;
-    return FL_OTLP_OTHER;
-}
+/* Tools that are handoffs by name: the OpenAI Agents SDK's transfer_to_<agent> (Python) and
+ * handoff_to_<agent> spellings */
+static const char *const handoff_prefixes[] = {"transfer_to_", "handoff_to_", NULL};
 
-static const char *first_attr(const fl_otlp_span *s, const char *const *keys) {
-    for (; *keys; keys++) {
-        const char *v = fl_otlp_attr_str(s, *keys);
-        if (v && v[0]) return v;
-    }
+static const char *handoff_target(const char *tool) {
+    for (const char *const *p = handoff_prefixes; *p; p++)
+        if (starts(tool, *p) && tool[strlen(*p)]) return tool + strlen(*p);
     return NULL;
 }
-
-/* The rest of the span name after "<op> " when the name starts with one of the ops. */
-static const char *name_suffix(const fl_otlp_span *s, const char *op) {
-    size_t n = strlen(op);
-    return !strncmp(s->name, op, n) && s->name[n] == ' ' && s->name[n + 1] ? s->name + n + 1 : NULL;
-}
-
-/* traceloop.entity.name of a span whose traceloop.span.kind is kind. */
-static const char *traceloop_name(const fl_otlp_span *s, const char *kind) {
-    const char *k = fl_otlp_attr_str(s, "traceloop.span.kind");
-    const char *v = k && !strcmp(k, kind) ? fl_otlp_attr_str(s, "traceloop.entity.name") : NULL;
-    return v && v[0] ? v : NULL;
-}
-
-const char *fl_otlp_agent_name(const fl_otlp_span *s) {
-    static const char *const keys[] = {"gen_ai.agent.name", "agent.name", "graph.node.id", NULL};
-    const char *v = first_attr(s, keys);
-    if (!v) v = traceloop_name(s, "agent");
-    if (!v) v = name_suffix(s, "invoke_agent");
-    if (!v) v = name_suffix(s, "create_agent");
-    return v;
-}
-
-const char *fl_otlp_tool_name(const fl_otlp_span *s) {
-    static const char *const keys[] = {"gen_ai.tool.name", "tool.name", "tool_name", NULL};
-    const char *v = first_attr(s, keys);
-    if (!v) v = traceloop_name(s, "tool");
-    if (!v) v = name_suffix(s, "execute_tool");
-    return v;
-}
-
-static const char *const input_keys[] = {"gen_ai.input.messages", "input.value",
-                                         "traceloop.entity.input", "gen_ai.prompt", NULL};
-static const char *const output_keys[] = {"gen_ai.output.messages", "output.value",
-                                          "traceloop.entity.output", "gen_ai.completion", NULL};
-static const char *const args_keys[] = {"gen_ai.tool.call.arguments", "input.value",
-                                        "traceloop.entity.input", NULL};
-static const char *const result_keys[] = {"gen_ai.tool.call.result", "output.value",
-                                          "traceloop.entity.output", NULL};
 
 /* ---- the events, collected with their times, then sorted ----------------------------------- */
 typedef struct mev {
@@ -196,10 +115,11 @@ static char *message_text(const char *v) {
     return out ? out : dupn(v ? v : "");
 }
 
-/* Tool arguments as compact JSON text: a JSON string attribute is parsed, anything else is
- * quoted as a JSON string. */
-static char *json_text(const char *v) {
-    cJSON *j = cJSON_Parse(v);
+/* Tool arguments as compact JSON text, read by their MIME type (input.mime_type): text/plain
+ * is a string even when it starts like a number ("144 / 12"); otherwise a value that is one
+ * whole JSON document is parsed, anything else is quoted as a JSON string. */
+static char *json_text(const char *v, const char *mime) {
+    cJSON *j = mime && starts(mime, "text/") ? NULL : cJSON_ParseWithOpts(v, NULL, 1);
     if (!j) j = cJSON_CreateString(v);
     char *s = j ? cJSON_PrintUnformatted(j) : NULL;
     cJSON_Delete(j);
@@ -208,8 +128,63 @@ static char *json_text(const char *v) {
     return out;
 }
 
+/* A LangChain message as JSON: its kwargs (serialized form {"lc":1,"type":"constructor",
+ * "id":[...,"ToolMessage"],"kwargs":{...}}) or the object itself when it has "content". */
+static const cJSON *lc_message(const cJSON *j) {
+    const cJSON *kw = cJSON_GetObjectItemCaseSensitive(j, "kwargs");
+    if (cJSON_IsObject(kw) && cJSON_GetObjectItemCaseSensitive(j, "lc")) return kw;
+    return cJSON_IsObject(j) && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(j, "content")) ? j : NULL;
+}
+
+/* A tool's result without its framework wrapper: a LangChain ToolMessage gives its content,
+ * and its status "error" marks the call failed (*failed = 1). NULL: use the value as it is. */
+static char *unwrap_result(const char *v, int *failed) {
+    cJSON *j = v && strstr(v, "content") ? cJSON_Parse(v) : NULL;
+    const cJSON *m = lc_message(j);
+    const cJSON *c = m ? cJSON_GetObjectItemCaseSensitive(m, "content") : NULL;
+    const cJSON *st = m ? cJSON_GetObjectItemCaseSensitive(m, "status") : NULL;
+    char *out = NULL;
+    if (cJSON_IsString(c)) {
+        out = dupn(c->valuestring);
+        if (cJSON_IsString(st) && !strcmp(st->valuestring, "error")) *failed = 1;
+    }
+    cJSON_Delete(j);
+    return out;
+}
+
+/* A graph's whole-state output ({"messages":[...]}, LangGraph) answers with its last
+ * message's content; NULL when v is not such a state. */
+static char *state_answer(const char *v) {
+    cJSON *j = v && strstr(v, "messages") ? cJSON_Parse(v) : NULL;
+    const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(j, "messages");
+    const cJSON *last = cJSON_IsArray(msgs) ? cJSON_GetArrayItem(msgs, cJSON_GetArraySize(msgs) - 1) : NULL;
+    const cJSON *m = lc_message(last);
+    const cJSON *c = m ? cJSON_GetObjectItemCaseSensitive(m, "content") : NULL;
+    char *out = cJSON_IsString(c) ? dupn(c->valuestring) : NULL;
+    cJSON_Delete(j);
+    return out;
+}
+
+/* Exceptions that frameworks raise for control flow, not failure: LangGraph's ParentCommand
+ * (a Command(graph=PARENT) handoff) and GraphBubbleUp / GraphInterrupt. */
+static const char *const control_flow[] = {"ParentCommand", "GraphBubbleUp", "GraphInterrupt", NULL};
+
+static int control_flow_text(const char *t) {
+    for (const char *const *c = control_flow; t && *c; c++)
+        if (strstr(t, *c)) return 1;
+    return 0;
+}
+
 static int is_error(const fl_otlp_span *s) {
-    return s->status_code == 2 || fl_otlp_attr_get(s, "error.type");
+    if (s->status_code != 2 && !fl_otlp_attr_get(s, "error.type")) return 0;
+    if (control_flow_text(s->status_msg) || control_flow_text(fl_otlp_attr_str(s, "error.type")))
+        return 0;
+    for (int k = 0; k < s->n_events; k++)
+        for (int a = 0; a < s->events[k].n_attrs; a++)
+            if (!strcmp(s->events[k].attrs[a].key, "exception.type") &&
+                control_flow_text(s->events[k].attrs[a].text))
+                return 0;
+    return 1;
 }
 
 static const char *error_text(const fl_otlp_span *s) {
@@ -237,6 +212,18 @@ static const char *agent_of(const mctx *m, int i) {
 static int agent_above(const mctx *m, int i) {
     for (int k = 0, p = m->parent[i]; p >= 0 && k < m->n; p = m->parent[p], k++)
         if (m->role[p] == FL_OTLP_AGENT) return p;
+    return -1;
+}
+
+/* An agent span run inside tool span i (a few levels down, no other agent between), -1. */
+static int agent_below(const mctx *m, int i) {
+    for (int j = 0; j < m->n; j++) {
+        if (m->role[j] != FL_OTLP_AGENT) continue;
+        for (int k = 0, p = m->parent[j]; p >= 0 && k < 4; p = m->parent[p], k++) {
+            if (p == i) return j;
+            if (m->role[p] == FL_OTLP_AGENT || m->role[p] == FL_OTLP_TOOL) break;
+        }
+    }
     return -1;
 }
 
@@ -327,7 +314,7 @@ static void map_spans(const mctx *m, const int *order, evlist *L, int64_t *tin, 
             if (!from || !from[0]) from = context_agent(m, i);
             /* the SDK's handoff span after its transfer_to_<x> tool span: one edge, not two */
             if (pend_find(&pending, L, to) >= 0) break;
-            buf = message_text(first_attr(s, input_keys));
+            buf = message_text(first_attr(s, FL_OTLP_F_INPUT));
             if (!buf) L->oom = 1;
             add(L, s->start_ns, (fl_event){.kind = FL_EV_MESSAGE, .agent = (char *)from, .to = (char *)to,
                                            .content = buf});
@@ -338,29 +325,45 @@ static void map_spans(const mctx *m, const int *order, evlist *L, int64_t *tin, 
         case FL_OTLP_TOOL: {
             const char *agent = context_agent(m, i), *tool = fl_otlp_tool_name(s);
             if (!tool) tool = s->name;
-            const char *args = first_attr(s, args_keys), *res = first_attr(s, result_keys);
-            buf = args ? json_text(args) : NULL;
+            /* a sub-agent called as a tool (agent.asTool): an edge to it, not a tool call */
+            int sub = agent_below(m, i);
+            if (sub >= 0) {
+                add(L, s->start_ns, (fl_event){.kind = FL_EV_MESSAGE, .agent = (char *)agent,
+                                               .to = (char *)agent_of(m, sub), .content = (char *)""});
+                pend_add(&pending, agent_of(m, sub), L->n - 1);
+                break;
+            }
+            const char *to = handoff_target(tool);
+            if (to) { /* a handoff tool: an edge, not a tool */
+                add(L, s->start_ns, (fl_event){.kind = FL_EV_MESSAGE, .agent = (char *)agent,
+                                               .to = (char *)to, .content = (char *)""});
+                pend_add(&pending, to, L->n - 1);
+                break;
+            }
+            const char *args = first_attr(s, FL_OTLP_F_ARGS), *res = fl_otlp_field_raw(s, FL_OTLP_F_RESULT);
+            buf = args ? json_text(args, first_attr(s, FL_OTLP_F_ARGS_MIME)) : NULL;
             if (args && !buf) L->oom = 1;
             add(L, s->start_ns, (fl_event){.kind = FL_EV_TOOL_CALL, .agent = (char *)agent,
                                            .tool = (char *)tool, .arguments = buf});
             free(buf);
-            if (starts(tool, "transfer_to_") && tool[12]) {
-                add(L, s->start_ns, (fl_event){.kind = FL_EV_MESSAGE, .agent = (char *)agent,
-                                               .to = (char *)tool + 12, .content = (char *)""});
-                pend_add(&pending, tool + 12, L->n - 1);
-            }
-            int ok = !is_error(s);
+            int failed = is_error(s);
+            char *unwrapped = unwrap_result(res, &failed);
             add(L, s->end_ns, (fl_event){.kind = FL_EV_TOOL_RESULT, .agent = (char *)agent, .tool = (char *)tool,
-                                         .ok = ok, .content = (char *)(res ? res : ok ? "" : error_text(s))});
+                                         .ok = !failed,
+                                         .content = (char *)(unwrapped ? unwrapped : res && (res[0] || !failed) ? res
+                                                             : !failed ? "" : error_text(s))});
+            free(unwrapped);
             break;
         }
         case FL_OTLP_AGENT: {
             const char *name = agent_of(m, i);
             int up = agent_above(m, i);
-            const char *from = up >= 0 ? agent_of(m, up) : prev_top;
+            /* OpenInference's graph.node.parent_id names the calling agent outright */
+            const char *parent = first_attr(s, FL_OTLP_F_PARENT_AGENT);
+            const char *from = parent ? parent : up >= 0 ? agent_of(m, up) : prev_top;
             if (up < 0) prev_top = name;
             if (!pend_take(&pending, L, name) && strcmp(from, name)) {
-                buf = message_text(first_attr(s, input_keys));
+                buf = message_text(first_attr(s, FL_OTLP_F_INPUT));
                 if (!buf) L->oom = 1;
                 add(L, s->start_ns, (fl_event){.kind = FL_EV_MESSAGE, .agent = (char *)from,
                                                .to = (char *)name, .content = buf});
@@ -402,16 +405,24 @@ static void map_spans(const mctx *m, const int *order, evlist *L, int64_t *tin, 
             int fits = pass == 0 ? m->role[i] == FL_OTLP_WORKFLOW
                      : pass == 1 ? m->parent[i] < 0
                                  : m->role[i] == FL_OTLP_AGENT && agent_above(m, i) < 0;
-            if (fits && first_attr(&sp[i], output_keys)) { pick = i; break; }
+            if (fits && fl_otlp_field_raw(&sp[i], FL_OTLP_F_OUTPUT)) { pick = i; break; }
         }
     if (pick >= 0) {
-        buf = message_text(first_attr(&sp[pick], output_keys));
+        const char *v = fl_otlp_field_raw(&sp[pick], FL_OTLP_F_OUTPUT);
+        buf = state_answer(v);
+        if (!buf) buf = message_text(v);
         if (!buf) L->oom = 1;
         uint64_t tmax = 0;
         for (int i = 0; i < m->n; i++) tmax = sp[i].end_ns > tmax ? sp[i].end_ns : tmax;
         add(L, tmax, (fl_event){.kind = FL_EV_OUTPUT, .content = buf});
         free(buf);
     }
+}
+
+static int is_openinference(const fl_otlp_span *s) {
+    const char *c;
+    fl_otlp_classify_conv(s, &c);
+    return c && !strcmp(c, "openinference");
 }
 
 /* qsort has no context argument in C11; mapping runs on one thread at a time per call site,
@@ -456,6 +467,14 @@ fl_status fl_otlp_map(const fl_otlp_span *spans, int n, fl_trace *out, fl_err *e
             else hi = mid - 1;
         }
     }
+    /* a root agent span over other agents is the run's workflow (the OpenAI Agents SDK's
+     * trace root is an AGENT span named after the workflow), not an agent */
+    for (int i = 0; i < n; i++)
+        if (m.role[i] == FL_OTLP_AGENT && m.parent[i] >= 0 && !spans[m.parent[i]].parent_id[0] &&
+            m.role[m.parent[i]] == FL_OTLP_AGENT && is_openinference(&spans[m.parent[i]]))
+            m.usage_below[m.parent[i]] = 2; /* marked; usage_below is recomputed below */
+    for (int i = 0; i < n; i++)
+        if (m.usage_below[i] == 2) m.role[i] = FL_OTLP_WORKFLOW, m.usage_below[i] = 0;
     /* spans below which usage is reported (bounded walk: ids may form cycles) */
     for (int i = 0; i < n; i++) {
         if (!usage(&spans[i], 0) && !usage(&spans[i], 1)) continue;

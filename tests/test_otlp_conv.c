@@ -1,0 +1,186 @@
+/* The convention tables (src/agents/otel/otlp_conv.c) and what the mapping derives from them
+ * (issue 16): synthetic spans in the shape each framework sends (LangGraph.js through
+ * OpenInference, the OpenAI Agents SDK through OpenInference, the Vercel AI SDK's telemetry,
+ * OpenLLMetry, GenAI semconv), mapped to protocol events. */
+#include "testutil.h"
+
+#include "flare/agents/otlp.h"
+#include "flare/agents/target.h"
+
+#define TID "5b8efff798038103d269b633813fc60c"
+#define A(k, v) "{\"key\":\"" k "\",\"value\":{\"stringValue\":\"" v "\"}}"
+/* one span: id and parent as 1..2 hex digits (padded), name, start, end, extra JSON fields */
+#define SPAN(id, parent, name, t0, t1, attrs, extra)                                              \
+    "{\"traceId\":\"" TID "\",\"spanId\":\"00000000000000" id "\",\"parentSpanId\":\"" parent     \
+    "\",\"name\":\"" name "\",\"startTimeUnixNano\":\"" #t0 "\",\"endTimeUnixNano\":\"" #t1       \
+    "\",\"attributes\":[" attrs "]" extra "}"
+#define P(id) "00000000000000" id
+#define REQ(spans) "{\"resourceSpans\":[{\"scopeSpans\":[{\"spans\":[" spans "]}]}]}"
+
+static fl_trace *from_lines(const char *text) {
+    fl_trace *t = fl_trace_new();
+    int done;
+    for (const char *p = text; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        assert_int_equal(fl_trace_feed_line(t, p, len, 0, &done), FL_OK);
+        p += len + (nl != NULL);
+    }
+    assert_int_equal(t->n_protocol, 0);
+    return t;
+}
+
+static void assert_maps(const char *req, const char *lines) {
+    fl_otlp_span *sp;
+    int n;
+    fl_err e = {0};
+    if (fl_otlp_parse(req, strlen(req), "inline", &sp, &n, &e) != FL_OK) fail_msg("%s", e.msg);
+    fl_trace *got = fl_trace_new(), *want = from_lines(lines);
+    assert_int_equal(fl_otlp_map(sp, n, got, &e), FL_OK);
+    for (int i = 0; i < got->n_events; i++) got->events[i].t_ms = 0;
+    for (int i = 0; i < want->n_events; i++) want->events[i].t_ms = 0;
+    char *a = fl_trace_to_json(got), *b = fl_trace_to_json(want);
+    if (strcmp(a, b)) fail_msg("events differ:\n got  %s\n want %s", a, b);
+    free(a), free(b);
+    fl_trace_free(got), fl_trace_free(want);
+    fl_otlp_spans_free(sp, n);
+}
+
+static void check(const char *span_json, fl_otlp_role role, const char *conv, const char *agent,
+                  const char *tool) {
+    char req[4096];
+    snprintf(req, sizeof req, "{\"resourceSpans\":[{\"scopeSpans\":[{\"spans\":[%s]}]}]}", span_json);
+    fl_otlp_span *sp;
+    int n;
+    fl_err e = {0};
+    if (fl_otlp_parse(req, strlen(req), "inline", &sp, &n, &e) != FL_OK) fail_msg("%s", e.msg);
+    const char *c = NULL;
+    fl_otlp_role r = fl_otlp_classify_conv(sp, &c);
+    const char *a = fl_otlp_agent_name(sp), *t = fl_otlp_tool_name(sp);
+    if (r != role || (conv ? !c || strcmp(c, conv) : c != NULL))
+        fail_msg("%s: %s/%s, want %s/%s", span_json, fl_otlp_role_name(r), c ? c : "-",
+                 fl_otlp_role_name(role), conv ? conv : "-");
+    if (agent ? !a || strcmp(a, agent) : a != NULL) fail_msg("%s: agent %s, want %s", span_json, a ? a : "NULL", agent ? agent : "NULL");
+    if (tool ? !t || strcmp(t, tool) : 0) fail_msg("%s: tool %s, want %s", span_json, t ? t : "NULL", tool);
+    fl_otlp_spans_free(sp, n);
+}
+
+#define LG_MD(node, ns) A("metadata", "{\\\"langgraph_node\\\":\\\"" node "\\\",\\\"langgraph_checkpoint_ns\\\":\\\"" ns "\\\"}")
+
+static void test_conventions(void **state) {
+    (void)state;
+    /* each table names itself */
+    check(SPAN("01", "", "s", 1, 2, A("gen_ai.operation.name", "invoke_agent") "," A("gen_ai.agent.name", "Planner"), ""),
+          FL_OTLP_AGENT, "gen_ai", "Planner", NULL);
+    check(SPAN("01", "", "execute_tool search", 1, 2, "", ""), FL_OTLP_TOOL, "gen_ai-name", NULL, "search");
+    check(SPAN("01", "", "s", 1, 2, A("openinference.span.kind", "TOOL") "," A("tool.name", "calc"), ""),
+          FL_OTLP_TOOL, "openinference", NULL, "calc");
+    check(SPAN("01", "", "s", 1, 2, A("traceloop.span.kind", "agent") "," A("traceloop.entity.name", "Writer"), ""),
+          FL_OTLP_AGENT, "traceloop", "Writer", NULL);
+    /* LangGraph: a top-level node is an agent named by its node; a subgraph's node is not;
+     * __start__ is not; a CHAIN without node metadata stays OpenInference's */
+    check(SPAN("02", P("01"), "math_expert", 1, 2, A("openinference.span.kind", "CHAIN") "," LG_MD("math_expert", "math_expert:5f1"), ""),
+          FL_OTLP_AGENT, "langgraph", "math_expert", NULL);
+    check(SPAN("02", P("01"), "agent", 1, 2, A("openinference.span.kind", "CHAIN") "," LG_MD("agent", "math_expert:5f1|agent:77"), ""),
+          FL_OTLP_OTHER, NULL, NULL, NULL);
+    check(SPAN("02", P("01"), "__start__", 1, 2, A("openinference.span.kind", "CHAIN") "," LG_MD("__start__", "__start__:1"), ""),
+          FL_OTLP_OTHER, NULL, NULL, NULL);
+    check(SPAN("01", "", "LangGraph", 1, 2, A("openinference.span.kind", "CHAIN"), ""),
+          FL_OTLP_WORKFLOW, "openinference", NULL, NULL);
+    /* Vercel AI SDK: generateText is an agent only with a functionId to name it */
+    check(SPAN("01", "", "ai.generateText", 1, 2, A("ai.telemetry.functionId", "supervisor"), ""),
+          FL_OTLP_AGENT, "vercel-ai", "supervisor", NULL);
+    check(SPAN("01", "", "ai.streamText", 1, 2, A("ai.telemetry.functionId", "writer"), ""),
+          FL_OTLP_AGENT, "vercel-ai", "writer", NULL);
+    check(SPAN("01", "", "ai.generateText", 1, 2, "", ""), FL_OTLP_OTHER, NULL, NULL, NULL);
+    check(SPAN("01", "", "ai.toolCall", 1, 2, A("ai.toolCall.name", "weather"), ""), FL_OTLP_TOOL, "vercel-ai", NULL, "weather");
+    check(SPAN("01", "", "ai.generateText.doGenerate", 1, 2, "", ""), FL_OTLP_LLM, "vercel-ai", NULL, NULL);
+    /* the SDK puts the functionId on every span of the call: a tool call's agent */
+    check(SPAN("01", "", "ai.toolCall", 1, 2, A("ai.telemetry.functionId", "x"), ""), FL_OTLP_TOOL, "vercel-ai", "x", NULL);
+    check(SPAN("01", "", "GET /", 1, 2, "", ""), FL_OTLP_OTHER, NULL, NULL, NULL);
+}
+
+#define OI(kind) A("openinference.span.kind", kind)
+
+static void test_langgraph(void **state) {
+    (void)state;
+    /* a supervisor hands to a worker; the worker's tool reads "144 / 12" as text (MIME type),
+     * its ToolMessage result is unwrapped and its status error kept; the supervisor's
+     * ParentCommand is control flow, not an error; the answer is the state's last message */
+    assert_maps(REQ(
+        SPAN("01", "", "LangGraph", 0, 100, OI("CHAIN") "," A("input.value", "hi") ","
+             A("output.value", "{\\\"messages\\\":[{\\\"lc\\\":1,\\\"kwargs\\\":{\\\"content\\\":\\\"hi\\\"}},{\\\"lc\\\":1,\\\"kwargs\\\":{\\\"content\\\":\\\"It is 12.\\\"}}]}"), "") ","
+        SPAN("02", P("01"), "supervisor", 10, 20, OI("CHAIN") "," LG_MD("supervisor", "supervisor:1"),
+             ",\"status\":{\"code\":2,\"message\":\"ParentCommand(Command(graph='LangGraph'))\"}") ","
+        SPAN("03", P("01"), "math_expert", 30, 80, OI("CHAIN") "," LG_MD("math_expert", "math_expert:2"), "") ","
+        SPAN("04", P("03"), "agent", 31, 40, OI("CHAIN") "," LG_MD("agent", "math_expert:2|agent:3"), "") ","
+        SPAN("05", P("03"), "calc", 41, 50, OI("TOOL") "," A("tool.name", "calc") "," A("input.value", "144 / 12") ","
+             A("input.mime_type", "text/plain") ","
+             A("output.value", "{\\\"lc\\\":1,\\\"type\\\":\\\"constructor\\\",\\\"id\\\":[\\\"langchain_core\\\",\\\"messages\\\",\\\"ToolMessage\\\"],\\\"kwargs\\\":{\\\"content\\\":\\\"division failed\\\",\\\"status\\\":\\\"error\\\"}}"), "")),
+        "{\"event\":\"message\",\"from\":\"user\",\"to\":\"supervisor\",\"content\":\"\"}\n"
+        "{\"event\":\"message\",\"from\":\"supervisor\",\"to\":\"math_expert\",\"content\":\"\"}\n"
+        "{\"event\":\"tool_call\",\"agent\":\"math_expert\",\"tool\":\"calc\",\"arguments\":\"144 / 12\"}\n"
+        "{\"event\":\"tool_result\",\"agent\":\"math_expert\",\"tool\":\"calc\",\"ok\":false,\"content\":\"division failed\"}\n"
+        "{\"event\":\"output\",\"content\":\"It is 12.\"}\n");
+}
+
+static void test_agents_sdk(void **state) {
+    (void)state;
+    /* the SDK's root AGENT span is the workflow; graph.node.parent_id names the caller; a
+     * sub-agent run as a tool is an edge; handoff_to_<x> is an edge; JSON arguments parsed */
+    assert_maps(REQ(
+        SPAN("01", "", "Agent workflow", 0, 100, OI("AGENT") "," A("output.value", "done"), "") ","
+        SPAN("02", P("01"), "Triage", 10, 40, OI("AGENT") "," A("graph.node.id", "Triage") "," A("input.value", "help"), "") ","
+        SPAN("03", P("02"), "handoff_to_Billing", 20, 21, OI("TOOL") "," A("tool.name", "handoff_to_Billing"), "") ","
+        SPAN("04", P("01"), "Billing", 50, 90, OI("AGENT") "," A("graph.node.id", "Billing") "," A("graph.node.parent_id", "Triage"), "") ","
+        SPAN("05", P("04"), "lookup", 55, 60, OI("TOOL") "," A("tool.name", "lookup") "," A("input.value", "{\\\"id\\\": 7}") ","
+             A("input.mime_type", "application/json") "," A("output.value", "found"), "") ","
+        SPAN("06", P("04"), "research", 61, 80, OI("TOOL") "," A("tool.name", "research"), "") ","
+        SPAN("07", P("06"), "Researcher", 62, 79, OI("AGENT") "," A("graph.node.id", "Researcher"), "")),
+        "{\"event\":\"message\",\"from\":\"user\",\"to\":\"Triage\",\"content\":\"help\"}\n"
+        "{\"event\":\"message\",\"from\":\"Triage\",\"to\":\"Billing\",\"content\":\"\"}\n"
+        "{\"event\":\"tool_call\",\"agent\":\"Billing\",\"tool\":\"lookup\",\"arguments\":{\"id\":7}}\n"
+        "{\"event\":\"tool_result\",\"agent\":\"Billing\",\"tool\":\"lookup\",\"ok\":true,\"content\":\"found\"}\n"
+        "{\"event\":\"message\",\"from\":\"Billing\",\"to\":\"Researcher\",\"content\":\"\"}\n"
+        "{\"event\":\"output\",\"content\":\"done\"}\n");
+}
+
+static void test_vercel(void **state) {
+    (void)state;
+    /* generateText per agent (functionId), a tool call with JSON args and result; the answer
+     * is the top-level agent's ai.response.text, and an empty answer is an answer */
+    assert_maps(REQ(
+        SPAN("01", "", "ai.generateText", 0, 100, A("ai.telemetry.functionId", "supervisor") "," A("ai.response.text", ""), "") ","
+        SPAN("02", P("01"), "ai.generateText.doGenerate", 1, 10, A("ai.response.text", "thinking"), "") ","
+        SPAN("03", P("01"), "ai.toolCall", 11, 20, A("ai.toolCall.name", "weather") "," A("ai.toolCall.args", "{\\\"city\\\":\\\"Oslo\\\"}") ","
+             A("ai.toolCall.result", "rain"), "")),
+        "{\"event\":\"message\",\"from\":\"user\",\"to\":\"supervisor\",\"content\":\"\"}\n"
+        "{\"event\":\"tool_call\",\"agent\":\"supervisor\",\"tool\":\"weather\",\"arguments\":{\"city\":\"Oslo\"}}\n"
+        "{\"event\":\"tool_result\",\"agent\":\"supervisor\",\"tool\":\"weather\",\"ok\":true,\"content\":\"rain\"}\n"
+        "{\"event\":\"output\",\"content\":\"\"}\n");
+}
+
+static void test_traceloop(void **state) {
+    (void)state;
+    /* a failed tool keeps its failure; a real exception stays an error */
+    assert_maps(REQ(
+        SPAN("01", "", "flow.workflow", 0, 100, A("traceloop.span.kind", "workflow") "," A("traceloop.entity.output", "ok"), "") ","
+        SPAN("02", P("01"), "w.agent", 10, 90, A("traceloop.span.kind", "agent") "," A("traceloop.entity.name", "Writer"),
+             ",\"status\":{\"code\":2,\"message\":\"ValueError: bad\"}") ","
+        SPAN("03", P("02"), "t.tool", 20, 30, A("traceloop.span.kind", "tool") "," A("traceloop.entity.name", "fetch"),
+             ",\"status\":{\"code\":2,\"message\":\"timeout\"}")),
+        "{\"event\":\"message\",\"from\":\"user\",\"to\":\"Writer\",\"content\":\"\"}\n"
+        "{\"event\":\"tool_call\",\"agent\":\"Writer\",\"tool\":\"fetch\"}\n"
+        "{\"event\":\"tool_result\",\"agent\":\"Writer\",\"tool\":\"fetch\",\"ok\":false,\"content\":\"timeout\"}\n"
+        "{\"event\":\"error\",\"agent\":\"Writer\",\"message\":\"ValueError: bad\"}\n"
+        "{\"event\":\"output\",\"content\":\"ok\"}\n");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_conventions), cmocka_unit_test(test_langgraph),
+        cmocka_unit_test(test_agents_sdk),  cmocka_unit_test(test_vercel),
+        cmocka_unit_test(test_traceloop),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

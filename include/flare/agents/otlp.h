@@ -32,6 +32,7 @@
 #define FLARE_AGENTS_OTLP_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "flare/agents/protocol.h"
 
@@ -173,5 +174,13 @@ const char *fl_otlp_field_raw(const fl_otlp_span *s, fl_otlp_field f);
 /* The agent / tool name a span names by the precedence rules, or NULL. */
 const char *fl_otlp_agent_name(const fl_otlp_span *s);
 const char *fl_otlp_tool_name(const fl_otlp_span *s);
+
+
+/* ---- flare agents spans ------------------------------------------------------------------- */
+/* Print to out, per trace in path (a .json file with one OTLP/JSON request, another file with
+ * one per line, or a folder of *.json / *.jsonl), the span tree with each span's role and
+ * matching convention, then the mapped events; with spec_path, events naming an undeclared
+ * agent, edge or tool are marked. Errors name the file (and line) and what is wrong. */
+fl_status fl_otlp_show(const char *path, const char *spec_path, FILE *out, fl_err *e);
 
 #endif

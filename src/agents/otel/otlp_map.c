@@ -128,9 +128,20 @@ static char *json_text(const char *v, const char *mime) {
     return out;
 }
 
+/* The string a value holds when it is a JSON string literal ("\"391\"", as exporters that
+ * JSON.stringify every value write a string result), NULL otherwise. */
+static char *json_string(const char *v) {
+    cJSON *j = v && v[0] == '"' ? cJSON_ParseWithOpts(v, NULL, 1) : NULL;
+    char *out = cJSON_IsString(j) ? dupn(j->valuestring) : NULL;
+    cJSON_Delete(j);
+    return out;
+}
+
 /* A LangChain message as JSON: its kwargs (serialized form {"lc":1,"type":"constructor",
  * "id":[...,"ToolMessage"],"kwargs":{...}}) or the object itself when it has "content". */
 static const cJSON *lc_message(const cJSON *j) {
+    const cJSON *wrapped = cJSON_GetObjectItemCaseSensitive(j, "output"); /* {"output": ToolMessage} */
+    if (cJSON_IsObject(wrapped) && cJSON_GetArraySize(j) == 1) j = wrapped;
     const cJSON *kw = cJSON_GetObjectItemCaseSensitive(j, "kwargs");
     if (cJSON_IsObject(kw) && cJSON_GetObjectItemCaseSensitive(j, "lc")) return kw;
     return cJSON_IsObject(j) && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(j, "content")) ? j : NULL;
@@ -139,6 +150,8 @@ static const cJSON *lc_message(const cJSON *j) {
 /* A tool's result without its framework wrapper: a LangChain ToolMessage gives its content,
  * and its status "error" marks the call failed (*failed = 1). NULL: use the value as it is. */
 static char *unwrap_result(const char *v, int *failed) {
+    char *str = json_string(v);
+    if (str) return str;
     cJSON *j = v && strstr(v, "content") ? cJSON_Parse(v) : NULL;
     const cJSON *m = lc_message(j);
     const cJSON *c = m ? cJSON_GetObjectItemCaseSensitive(m, "content") : NULL;
@@ -152,14 +165,22 @@ static char *unwrap_result(const char *v, int *failed) {
     return out;
 }
 
-/* A graph's whole-state output ({"messages":[...]}, LangGraph) answers with its last
- * message's content; NULL when v is not such a state. */
+/* State keys that hold a graph's answer, in order (LangGraph states are the user's own
+ * objects; these are the names the docs and templates use). */
+static const char *const answer_keys[] = {"answer", "final_answer", "output", "response", "result", NULL};
+
+/* A graph's whole-state output (LangGraph) answers with a string under one of answer_keys,
+ * else its "messages" list's last content; NULL when v is not such a state. */
 static char *state_answer(const char *v) {
-    cJSON *j = v && strstr(v, "messages") ? cJSON_Parse(v) : NULL;
+    cJSON *j = v && v[0] == '{' ? cJSON_Parse(v) : NULL;
+    const cJSON *c = NULL;
+    for (const char *const *k = answer_keys; cJSON_IsObject(j) && *k && !cJSON_IsString(c); k++)
+        c = cJSON_GetObjectItemCaseSensitive(j, *k);
     const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(j, "messages");
-    const cJSON *last = cJSON_IsArray(msgs) ? cJSON_GetArrayItem(msgs, cJSON_GetArraySize(msgs) - 1) : NULL;
-    const cJSON *m = lc_message(last);
-    const cJSON *c = m ? cJSON_GetObjectItemCaseSensitive(m, "content") : NULL;
+    if (!cJSON_IsString(c) && cJSON_IsArray(msgs)) {
+        const cJSON *m = lc_message(cJSON_GetArrayItem(msgs, cJSON_GetArraySize(msgs) - 1));
+        c = m ? cJSON_GetObjectItemCaseSensitive(m, "content") : NULL;
+    }
     char *out = cJSON_IsString(c) ? dupn(c->valuestring) : NULL;
     cJSON_Delete(j);
     return out;
@@ -215,15 +236,20 @@ static int agent_above(const mctx *m, int i) {
     return -1;
 }
 
-/* An agent span run inside tool span i (a few levels down, no other agent between), -1. */
-static int agent_below(const mctx *m, int i) {
-    for (int j = 0; j < m->n; j++) {
-        if (m->role[j] != FL_OTLP_AGENT) continue;
-        for (int k = 0, p = m->parent[j]; p >= 0 && k < 4; p = m->parent[p], k++) {
-            if (p == i) return j;
-            if (m->role[p] == FL_OTLP_AGENT || m->role[p] == FL_OTLP_TOOL) break;
-        }
+/* The tool span that agent span j runs inside (a few levels up, no other agent between), -1:
+ * a sub-agent called as a tool (agent.asTool, a route_to_x tool that runs x). */
+static int tool_above(const mctx *m, int j) {
+    for (int k = 0, p = m->parent[j]; p >= 0 && k < 4; p = m->parent[p], k++) {
+        if (m->role[p] == FL_OTLP_TOOL) return p;
+        if (m->role[p] == FL_OTLP_AGENT) break;
     }
+    return -1;
+}
+
+/* An agent span run inside tool span i, -1. */
+static int agent_below(const mctx *m, int i) {
+    for (int j = 0; j < m->n; j++)
+        if (m->role[j] == FL_OTLP_AGENT && tool_above(m, j) == i) return j;
     return -1;
 }
 
@@ -362,7 +388,8 @@ static void map_spans(const mctx *m, const int *order, evlist *L, int64_t *tin, 
             const char *parent = first_attr(s, FL_OTLP_F_PARENT_AGENT);
             const char *from = parent ? parent : up >= 0 ? agent_of(m, up) : prev_top;
             if (up < 0) prev_top = name;
-            if (!pend_take(&pending, L, name) && strcmp(from, name)) {
+            /* a sub-agent run by a tool: the tool span draws its edge */
+            if (!pend_take(&pending, L, name) && strcmp(from, name) && tool_above(m, i) < 0) {
                 buf = message_text(first_attr(s, FL_OTLP_F_INPUT));
                 if (!buf) L->oom = 1;
                 add(L, s->start_ns, (fl_event){.kind = FL_EV_MESSAGE, .agent = (char *)from,
@@ -410,6 +437,7 @@ static void map_spans(const mctx *m, const int *order, evlist *L, int64_t *tin, 
     if (pick >= 0) {
         const char *v = fl_otlp_field_raw(&sp[pick], FL_OTLP_F_OUTPUT);
         buf = state_answer(v);
+        if (!buf) buf = json_string(v);
         if (!buf) buf = message_text(v);
         if (!buf) L->oom = 1;
         uint64_t tmax = 0;
@@ -467,10 +495,17 @@ fl_status fl_otlp_map(const fl_otlp_span *spans, int n, fl_trace *out, fl_err *e
             else hi = mid - 1;
         }
     }
+    /* a CHAIN span whose parent is outside the trace's spans (the case's own span, from the
+     * request's traceparent) is the graph's root: the workflow */
+    for (int i = 0; i < n; i++) {
+        const char *k = fl_otlp_attr_str(&spans[i], "openinference.span.kind");
+        if (m.role[i] == FL_OTLP_OTHER && m.parent[i] < 0 && k && !strcmp(k, "CHAIN"))
+            m.role[i] = FL_OTLP_WORKFLOW;
+    }
     /* a root agent span over other agents is the run's workflow (the OpenAI Agents SDK's
      * trace root is an AGENT span named after the workflow), not an agent */
     for (int i = 0; i < n; i++)
-        if (m.role[i] == FL_OTLP_AGENT && m.parent[i] >= 0 && !spans[m.parent[i]].parent_id[0] &&
+        if (m.role[i] == FL_OTLP_AGENT && m.parent[i] >= 0 && m.parent[m.parent[i]] < 0 &&
             m.role[m.parent[i]] == FL_OTLP_AGENT && is_openinference(&spans[m.parent[i]]))
             m.usage_below[m.parent[i]] = 2; /* marked; usage_below is recomputed below */
     for (int i = 0; i < n; i++)

@@ -176,11 +176,92 @@ static void test_traceloop(void **state) {
         "{\"event\":\"output\",\"content\":\"ok\"}\n");
 }
 
+/* ---- the captured exports of the real frameworks (tests/fixtures/otel/, README there) ------ */
+static fl_trace *map_fixture(const char *path) {
+    uint8_t *buf;
+    size_t len;
+    fl_err e = {0};
+    if (fl_file_read(path, &buf, &len, &e)) fail_msg("%s", e.msg);
+    fl_otlp_span *all = NULL;
+    int n_all = 0;
+    for (size_t p = 0; p < len;) {
+        size_t q = p;
+        while (q < len && buf[q] != '\n') q++;
+        fl_otlp_span *sp;
+        int n;
+        if (q > p) {
+            if (fl_otlp_parse((const char *)buf + p, q - p, path, &sp, &n, &e)) fail_msg("%s", e.msg);
+            all = realloc(all, (size_t)(n_all + n) * sizeof *all);
+            assert_non_null(all);
+            memcpy(all + n_all, sp, (size_t)n * sizeof *sp);
+            n_all += n;
+            free(sp);
+        }
+        p = q + 1;
+    }
+    free(buf);
+    fl_trace *t = fl_trace_new();
+    assert_int_equal(fl_otlp_map(all, n_all, t, &e), FL_OK);
+    fl_otlp_spans_free(all, n_all);
+    return t;
+}
+
+/* the first event of kind with these fields (NULL: any), -1 */
+static int find_ev(const fl_trace *t, fl_event_kind k, const char *agent, const char *to_or_tool,
+                   const char *content) {
+    for (int i = 0; i < t->n_events; i++) {
+        const fl_event *ev = &t->events[i];
+        const char *x = k == FL_EV_MESSAGE ? ev->to : ev->tool;
+        if (ev->kind == k && (!agent || (ev->agent && !strcmp(ev->agent, agent))) &&
+            (!to_or_tool || (x && !strcmp(x, to_or_tool))) &&
+            (!content || (ev->content && !strcmp(ev->content, content))))
+            return i;
+    }
+    return -1;
+}
+
+static void test_fixtures(void **state) {
+    (void)state;
+    static const char *const fw[] = {"langgraph", "openai-agents", "vercel-ai", "openllmetry"};
+    char path[256];
+    for (int f = 0; f < 4; f++) {
+        /* the clean case: supervisor -> math -> calculate, every framework */
+        snprintf(path, sizeof path, "tests/fixtures/otel/%s/math.jsonl", fw[f]);
+        fl_trace *t = map_fixture(path);
+        if (find_ev(t, FL_EV_MESSAGE, "user", "supervisor", NULL) < 0 ||
+            find_ev(t, FL_EV_MESSAGE, "supervisor", "math", NULL) < 0 ||
+            find_ev(t, FL_EV_TOOL_CALL, "math", "calculate", NULL) < 0 ||
+            find_ev(t, FL_EV_TOOL_RESULT, "math", "calculate", "391") < 0 ||
+            find_ev(t, FL_EV_OUTPUT, NULL, NULL, NULL) < 0)
+            fail_msg("%s: %s", path, fl_trace_to_json(t));
+        /* no handoff or routing tool mapped as a tool, no agent "unknown" */
+        for (int i = 0; i < t->n_events; i++) {
+            const fl_event *ev = &t->events[i];
+            if ((ev->tool && strcmp(ev->tool, "calculate")) || (ev->agent && !strcmp(ev->agent, "unknown")))
+                fail_msg("%s: event %d: agent %s tool %s", path, i, ev->agent, ev->tool ? ev->tool : "-");
+        }
+        fl_trace_free(t);
+        /* the defects: the handoff to the undeclared translator is an edge; the undeclared
+         * tool delete_file is a tool call of writer; the leaked key reaches an answer */
+        snprintf(path, sizeof path, "tests/fixtures/otel/%s/defects.jsonl", fw[f]);
+        t = map_fixture(path);
+        if (find_ev(t, FL_EV_MESSAGE, "supervisor", "translator", NULL) < 0 ||
+            find_ev(t, FL_EV_TOOL_CALL, "writer", "delete_file", NULL) < 0 ||
+            find_ev(t, FL_EV_TOOL_RESULT, "math", "calculate", "error: division by zero") < 0)
+            fail_msg("%s: %s", path, fl_trace_to_json(t));
+        int leaked = 0;
+        for (int i = 0; i < t->n_events; i++)
+            if (t->events[i].kind == FL_EV_OUTPUT && strstr(t->events[i].content, "sk-test-")) leaked = 1;
+        if (!leaked && f != 3) fail_msg("%s: the leaked key is in no answer", path);
+        fl_trace_free(t);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conventions), cmocka_unit_test(test_langgraph),
         cmocka_unit_test(test_agents_sdk),  cmocka_unit_test(test_vercel),
-        cmocka_unit_test(test_traceloop),
+        cmocka_unit_test(test_traceloop),   cmocka_unit_test(test_fixtures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

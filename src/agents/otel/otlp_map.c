@@ -253,6 +253,12 @@ static int agent_below(const mctx *m, int i) {
     return -1;
 }
 
+static int workflow_above(const mctx *m, int i) {
+    for (int k = 0, p = m->parent[i]; p >= 0 && k < m->n; p = m->parent[p], k++)
+        if (m->role[p] == FL_OTLP_WORKFLOW) return 1;
+    return 0;
+}
+
 /* The agent a tool/branch belongs to: its own agent attribute, else the enclosing agent. */
 static const char *context_agent(const mctx *m, int i) {
     const char *a = m->role[i] == FL_OTLP_AGENT ? agent_of(m, i) : fl_otlp_agent_name(&m->sp[i]);
@@ -423,28 +429,27 @@ static void map_spans(const mctx *m, const int *order, evlist *L, int64_t *tin, 
         int64_t ui = usage(s, 0), uo = usage(s, 1);
         if ((ui || uo) && !m->usage_below[i]) *tin += ui, *tout += uo;
     }
-    /* the final answer: the outermost workflow span's output, else the root span's, else the
-     * last top-level agent's */
-    int pick = -1;
-    for (int pass = 0; pass < 3 && pick < 0; pass++)
+    /* the final answer of each turn: every outermost workflow span's output, else every root
+     * span's (a multi-turn case runs the graph once per turn), else the last top-level
+     * agent's; an empty output is an empty answer */
+    int found = 0;
+    for (int pass = 0; pass < 3 && !found; pass++)
         for (int oi = 0; oi < m->n; oi++) {
             int i = pass == 2 ? order[m->n - 1 - oi] : order[oi];
-            int fits = pass == 0 ? m->role[i] == FL_OTLP_WORKFLOW
+            int fits = pass == 0 ? m->role[i] == FL_OTLP_WORKFLOW && !workflow_above(m, i)
                      : pass == 1 ? m->parent[i] < 0
                                  : m->role[i] == FL_OTLP_AGENT && agent_above(m, i) < 0;
-            if (fits && fl_otlp_field_raw(&sp[i], FL_OTLP_F_OUTPUT)) { pick = i; break; }
+            const char *v = fits ? fl_otlp_field_raw(&sp[i], FL_OTLP_F_OUTPUT) : NULL;
+            if (!v) continue;
+            found++;
+            buf = state_answer(v);
+            if (!buf) buf = json_string(v);
+            if (!buf) buf = message_text(v);
+            if (!buf) L->oom = 1;
+            add(L, sp[i].end_ns, (fl_event){.kind = FL_EV_OUTPUT, .content = buf});
+            free(buf);
+            if (pass == 2) break;
         }
-    if (pick >= 0) {
-        const char *v = fl_otlp_field_raw(&sp[pick], FL_OTLP_F_OUTPUT);
-        buf = state_answer(v);
-        if (!buf) buf = json_string(v);
-        if (!buf) buf = message_text(v);
-        if (!buf) L->oom = 1;
-        uint64_t tmax = 0;
-        for (int i = 0; i < m->n; i++) tmax = sp[i].end_ns > tmax ? sp[i].end_ns : tmax;
-        add(L, tmax, (fl_event){.kind = FL_EV_OUTPUT, .content = buf});
-        free(buf);
-    }
 }
 
 static int is_openinference(const fl_otlp_span *s) {

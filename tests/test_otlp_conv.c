@@ -4,6 +4,8 @@
  * OpenLLMetry, GenAI semconv), mapped to protocol events. */
 #include "testutil.h"
 
+#include <unistd.h>
+
 #include "flare/agents/otlp.h"
 #include "flare/agents/target.h"
 
@@ -257,11 +259,76 @@ static void test_fixtures(void **state) {
     }
 }
 
+/* ---- flare agents spans (fl_otlp_show) ------------------------------------------------------ */
+static char *show(const char *path, const char *spec, fl_status want, char *err, size_t errn) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    fl_err e = {0};
+    fl_status st = fl_otlp_show(path, spec, f, &e);
+    fclose(f);
+    if (st != want) fail_msg("%s: status %d (%s), want %d", path, st, e.msg, want);
+    if (err) snprintf(err, errn, "%s", e.msg);
+    return buf;
+}
+
+static void write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_show(void **state) {
+    (void)state;
+    char err[512], dir[] = "/tmp/flare_spansXXXXXX", path[256], spec[256];
+    assert_non_null(mkdtemp(dir));
+    /* the captured LangGraph case: roles with their conventions, then the events */
+    char *out = show("tests/fixtures/otel/langgraph/math.jsonl", NULL, FL_OK, NULL, 0);
+    assert_non_null(strstr(out, "trace 0af7651916cd43dd8448eb211c80319c: 22 spans"));
+    assert_non_null(strstr(out, "workflow     derived"));
+    assert_non_null(strstr(out, "agent        langgraph     agent=supervisor"));
+    assert_non_null(strstr(out, "tool         openinference tool=calculate"));
+    assert_non_null(strstr(out, "tool_result math: calculate ok \"391\""));
+    free(out);
+    /* a folder: its *.jsonl read; with a spec, what it does not declare is marked */
+    snprintf(path, sizeof path, "%s/a.jsonl", dir);
+    write_file(path, REQ(SPAN("01", "", "invoke_agent Boss", 0, 10, "", "") ","
+                         SPAN("02", P("01"), "invoke_agent Ghost", 1, 9, "", "") ","
+                         SPAN("03", P("02"), "execute_tool rm", 2, 3, "", "")) "\n\n");
+    snprintf(spec, sizeof spec, "%s/spec.json", dir);
+    write_file(spec, "{\"agents\":[{\"name\":\"Boss\",\"tools\":[\"ls\"]}],\"entry\":\"Boss\",\"edges\":[[\"user\",\"Boss\"]]}");
+    out = show(dir, spec, FL_OK, NULL, 0);
+    assert_non_null(strstr(out, "Boss -> Ghost \"\"   <- undeclared agent (to)"));
+    assert_non_null(strstr(out, "Ghost: rm    <- undeclared agent"));
+    free(out);
+    /* bad input: the file and what is wrong */
+    free(show("/nonexistent/spans.jsonl", NULL, FL_ERR_IO, err, sizeof err));
+    assert_non_null(strstr(err, "/nonexistent/spans.jsonl"));
+    snprintf(path, sizeof path, "%s/b.jsonl", dir);
+    write_file(path, REQ("") "\n{\"resourceSpans\":[{\"scopeSpans\":[{\"spans\":[{\"traceId\":\"xyz\"}]}]}]}\n");
+    free(show(path, NULL, FL_ERR_FORMAT, err, sizeof err));
+    if (!strstr(err, "b.jsonl:2") || !strstr(err, "traceId")) fail_msg("%s", err);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/a.jsonl", dir);
+    unlink(path);
+    write_file(path, "");
+    free(show(path, NULL, FL_ERR_FORMAT, err, sizeof err));
+    assert_non_null(strstr(err, "no spans"));
+    unlink(path);
+    unlink(spec);
+    free(show(dir, NULL, FL_ERR_ARG, err, sizeof err)); /* an empty folder */
+    assert_non_null(strstr(err, "no *.json or *.jsonl"));
+    rmdir(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conventions), cmocka_unit_test(test_langgraph),
         cmocka_unit_test(test_agents_sdk),  cmocka_unit_test(test_vercel),
         cmocka_unit_test(test_traceloop),   cmocka_unit_test(test_fixtures),
+        cmocka_unit_test(test_show),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -162,6 +162,10 @@ fl_otlp_role fl_otlp_classify(const fl_otlp_span *s);
  * The tables are in src/agents/otel/otlp_conv.c, documented in docs/agents-otel.md. */
 fl_otlp_role fl_otlp_classify_conv(const fl_otlp_span *s, const char **convention);
 const char *fl_otlp_role_name(fl_otlp_role r);
+/* The roles fl_otlp_map uses for one trace's spans: each span's table role, then what the
+ * trace's shape derives (a root agent over agents, a CHAIN under the case's span: workflow).
+ * roles has n entries. Returns FL_ERR_NOMEM only. */
+fl_status fl_otlp_roles(const fl_otlp_span *spans, int n, fl_otlp_role *roles, fl_err *e);
 /* What a span says, looked up through the conventions' tables. */
 typedef enum fl_otlp_field {
     FL_OTLP_F_AGENT = 0, FL_OTLP_F_TOOL, FL_OTLP_F_ARGS, FL_OTLP_F_RESULT, FL_OTLP_F_INPUT,

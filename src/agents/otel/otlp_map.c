@@ -471,6 +471,52 @@ static int order_cmp(const void *a, const void *b) {
     return start_cmp(g_ids, *(const int *)a, *(const int *)b);
 }
 
+/* Each span's role: its table's (otlp_conv.c), then what the trace's shape says (docs §2);
+ * parent[i]: the index of i's parent span, -1 (byid, mark: n scratch entries each). */
+static void derive_roles(const fl_otlp_span *spans, int n, fl_otlp_role *role, int *parent, int *byid,
+                         char *mark) {
+    for (int i = 0; i < n; i++) role[i] = fl_otlp_classify(&spans[i]), parent[i] = -1, mark[i] = 0;
+    /* parents: span ids sorted once, then a binary search per span */
+    for (int i = 0; i < n; i++) byid[i] = i;
+    g_ids = spans;
+    qsort(byid, (size_t)n, sizeof *byid, id_cmp);
+    for (int i = 0; i < n; i++) {
+        if (!spans[i].parent_id[0]) continue;
+        int lo = 0, hi = n - 1;
+        while (lo <= hi) {
+            int mid = (lo + hi) / 2, c = strcmp(spans[byid[mid]].span_id, spans[i].parent_id);
+            if (!c) { parent[i] = byid[mid] != i ? byid[mid] : -1; break; }
+            if (c < 0) lo = mid + 1;
+            else hi = mid - 1;
+        }
+    }
+    /* a CHAIN span whose parent is outside the trace's spans (the case's own span, from the
+     * request's traceparent) is the graph's root: the workflow */
+    for (int i = 0; i < n; i++) {
+        const char *k = fl_otlp_attr_str(&spans[i], "openinference.span.kind");
+        if (role[i] == FL_OTLP_OTHER && parent[i] < 0 && k && !strcmp(k, "CHAIN")) role[i] = FL_OTLP_WORKFLOW;
+    }
+    /* a root agent span over other agents is the run's workflow (the OpenAI Agents SDK's
+     * trace root is an AGENT span named after the workflow), not an agent */
+    for (int i = 0; i < n; i++)
+        if (role[i] == FL_OTLP_AGENT && parent[i] >= 0 && parent[parent[i]] < 0 &&
+            role[parent[i]] == FL_OTLP_AGENT && is_openinference(&spans[parent[i]]))
+            mark[parent[i]] = 1;
+    for (int i = 0; i < n; i++)
+        if (mark[i]) role[i] = FL_OTLP_WORKFLOW, mark[i] = 0;
+}
+
+fl_status fl_otlp_roles(const fl_otlp_span *spans, int n, fl_otlp_role *roles, fl_err *e) {
+    if (n <= 0) return FL_OK;
+    int *parent = calloc((size_t)n, sizeof *parent), *byid = calloc((size_t)n, sizeof *byid);
+    char *mark = calloc((size_t)n, 1);
+    fl_status st = FL_OK;
+    if (!parent || !byid || !mark) st = fl_fail(e, FL_ERR_NOMEM, "OTLP: out of memory for %d spans", n);
+    else derive_roles(spans, n, roles, parent, byid, mark);
+    free(parent), free(byid), free(mark);
+    return st;
+}
+
 fl_status fl_otlp_map(const fl_otlp_span *spans, int n, fl_trace *out, fl_err *e) {
     if (n <= 0) return FL_OK;
     mctx m = {spans, n, calloc((size_t)n, sizeof *m.role), calloc((size_t)n, sizeof *m.parent),
@@ -481,40 +527,10 @@ fl_status fl_otlp_map(const fl_otlp_span *spans, int n, fl_trace *out, fl_err *e
     if (!m.role || !m.parent || !m.usage_below || !order || !byid) goto nomem;
     uint64_t t0 = UINT64_MAX;
     for (int i = 0; i < n; i++) {
-        m.role[i] = fl_otlp_classify(&spans[i]);
-        m.parent[i] = -1;
         order[i] = i;
         if (spans[i].start_ns < t0) t0 = spans[i].start_ns;
     }
-    /* parents: span ids sorted once, then a binary search per span */
-    for (int i = 0; i < n; i++) byid[i] = i;
-    g_ids = spans;
-    qsort(byid, (size_t)n, sizeof *byid, id_cmp);
-    for (int i = 0; i < n; i++) {
-        if (!spans[i].parent_id[0]) continue;
-        int lo = 0, hi = n - 1;
-        while (lo <= hi) {
-            int mid = (lo + hi) / 2, c = strcmp(spans[byid[mid]].span_id, spans[i].parent_id);
-            if (!c) { m.parent[i] = byid[mid] != i ? byid[mid] : -1; break; }
-            if (c < 0) lo = mid + 1;
-            else hi = mid - 1;
-        }
-    }
-    /* a CHAIN span whose parent is outside the trace's spans (the case's own span, from the
-     * request's traceparent) is the graph's root: the workflow */
-    for (int i = 0; i < n; i++) {
-        const char *k = fl_otlp_attr_str(&spans[i], "openinference.span.kind");
-        if (m.role[i] == FL_OTLP_OTHER && m.parent[i] < 0 && k && !strcmp(k, "CHAIN"))
-            m.role[i] = FL_OTLP_WORKFLOW;
-    }
-    /* a root agent span over other agents is the run's workflow (the OpenAI Agents SDK's
-     * trace root is an AGENT span named after the workflow), not an agent */
-    for (int i = 0; i < n; i++)
-        if (m.role[i] == FL_OTLP_AGENT && m.parent[i] >= 0 && m.parent[m.parent[i]] < 0 &&
-            m.role[m.parent[i]] == FL_OTLP_AGENT && is_openinference(&spans[m.parent[i]]))
-            m.usage_below[m.parent[i]] = 2; /* marked; usage_below is recomputed below */
-    for (int i = 0; i < n; i++)
-        if (m.usage_below[i] == 2) m.role[i] = FL_OTLP_WORKFLOW, m.usage_below[i] = 0;
+    derive_roles(spans, n, m.role, m.parent, byid, m.usage_below);
     /* spans below which usage is reported (bounded walk: ids may form cycles) */
     for (int i = 0; i < n; i++) {
         if (!usage(&spans[i], 0) && !usage(&spans[i], 1)) continue;

@@ -169,18 +169,24 @@ static void show_events(FILE *out, const fl_trace *t, const fl_spec *spec) {
 
 static fl_status show_trace(FILE *out, const fl_otlp_span *sp, int n, const fl_spec *spec, fl_err *e) {
     fprintf(out, "trace %s: %d span%s\n", sp[0].trace_id, n, n == 1 ? "" : "s");
-    for (int i = 0; i < n; i++) {
+    fl_otlp_role *roles = calloc((size_t)n, sizeof *roles);
+    if (!roles) return fl_fail(e, FL_ERR_NOMEM, "spans: out of memory");
+    fl_status st = fl_otlp_roles(sp, n, roles, e);
+    for (int i = 0; !st && i < n; i++) {
         const char *conv = NULL;
-        fl_otlp_role r = fl_otlp_classify_conv(&sp[i], &conv);
+        fl_otlp_classify_conv(&sp[i], &conv);
+        fl_otlp_role r = roles[i];
         const char *a = fl_otlp_agent_name(&sp[i]), *t = r == FL_OTLP_TOOL ? fl_otlp_tool_name(&sp[i]) : NULL;
         int d = depth_of(sp, n, i);
         fprintf(out, "  %*s%-*s %-12s %-13s%s%s%s%s\n", 2 * d, "", 40 - 2 * (d < 15 ? d : 15), sp[i].name,
-                fl_otlp_role_name(r), conv ? conv : "-", a ? " agent=" : "", a ? a : "", t ? " tool=" : "",
+                fl_otlp_role_name(r), conv ? conv : r ? "derived" : "-", a ? " agent=" : "", a ? a : "", t ? " tool=" : "",
                 t ? t : "");
     }
+    free(roles);
+    if (st) return st;
     fl_trace *tr = fl_trace_new();
     if (!tr) return fl_fail(e, FL_ERR_NOMEM, "spans: out of memory");
-    fl_status st = fl_otlp_map(sp, n, tr, e);
+    st = fl_otlp_map(sp, n, tr, e);
     if (!st) {
         fprintf(out, " events:\n");
         show_events(out, tr, spec);

@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -84,6 +85,50 @@ static fl_case *mkcase(uint64_t seed, char *tid, char *parent) {
     memcpy(tid, c->traceparent + 3, 32), tid[32] = 0;
     memcpy(parent, c->traceparent + 36, 16), parent[16] = 0;
     return c;
+}
+
+/* Events from stdout and from spans merge by time (issue 16): an answer printed on stdout at
+ * 900 ms comes after the failed tool call the spans put at 200-300 ms. */
+static void test_time_order(void **state) {
+    (void)state;
+    fl_otlp_src_opts so = {.listen = "127.0.0.1:0", .grace_ms = 3000};
+    fl_otlp_src *src = NULL;
+    fl_err e = {0};
+    if (fl_otlp_src_new(&so, &src, &e)) fail_msg("src: %s", e.msg);
+    char tid[33], parent[17], body[4096], out[256];
+    fl_case *c = mkcase(9, tid, parent);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    unsigned long long now = (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+    unsigned long long ms = 1000000ull;
+    snprintf(body, sizeof body,
+        "{\"resourceSpans\":[{\"scopeSpans\":[{\"spans\":["
+        "{\"traceId\":\"%s\",\"spanId\":\"00000000000000d1\",\"parentSpanId\":\"%s\","
+        "\"name\":\"invoke_agent Planner\",\"startTimeUnixNano\":\"%llu\",\"endTimeUnixNano\":\"%llu\"},"
+        "{\"traceId\":\"%s\",\"spanId\":\"00000000000000d2\",\"parentSpanId\":\"00000000000000d1\","
+        "\"name\":\"execute_tool run_code\",\"startTimeUnixNano\":\"%llu\",\"endTimeUnixNano\":\"%llu\","
+        "\"status\":{\"code\":2,\"message\":\"boom\"}}]}]}]}",
+        tid, parent, now - 900 * ms, now - 20 * ms, tid, now - 800 * ms, now - 700 * ms);
+    assert_int_equal(post(fl_otlp_src_port(src), "/v1/traces", "application/json", body, out, sizeof out), 200);
+    fl_trace *t = fl_trace_new();
+    int done = 0;
+    const char *l1 = "{\"event\":\"output\",\"content\":\"all fine\"}", *l2 = "{\"event\":\"done\"}";
+    fl_trace_feed_line(t, l1, strlen(l1), 900, &done);
+    fl_trace_feed_line(t, l2, strlen(l2), 950, &done);
+    t->ms = 1000; /* the case took 1 s and ended now */
+    assert_int_equal(fl_otlp_src_collect(src, c, t, &e), FL_OK);
+    static const fl_event_kind want[] = {FL_EV_MESSAGE, FL_EV_TOOL_CALL, FL_EV_TOOL_RESULT, FL_EV_OUTPUT, FL_EV_DONE};
+    char *j = fl_trace_to_json(t);
+    if (t->n_events != 5) fail_msg("%s", j);
+    for (int i = 0; i < 5; i++)
+        if (t->events[i].kind != want[i]) fail_msg("event %d: %s", i, j);
+    /* the span times sit on the request's clock (about 100 and 200 ms; scheduling slack) */
+    if (t->events[1].t_ms < 50 || t->events[1].t_ms > 600 || t->events[2].t_ms < t->events[1].t_ms)
+        fail_msg("times: %s", j);
+    free(j);
+    fl_trace_free(t);
+    fl_case_free(c);
+    fl_otlp_src_free(src);
 }
 
 static void test_receiver(void **state) {
@@ -314,6 +359,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_receiver),
         cmocka_unit_test(test_collect),
+        cmocka_unit_test(test_time_order),
         cmocka_unit_test(test_file),
         cmocka_unit_test(test_cli),
     };

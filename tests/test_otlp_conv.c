@@ -8,6 +8,7 @@
 
 #include "flare/agents/otlp.h"
 #include "flare/agents/target.h"
+#include "otlp/otlp_trace.pb-c.h"
 
 #define TID "5b8efff798038103d269b633813fc60c"
 #define A(k, v) "{\"key\":\"" k "\",\"value\":{\"stringValue\":\"" v "\"}}"
@@ -323,12 +324,101 @@ static void test_show(void **state) {
     rmdir(dir);
 }
 
+/* ---- OTLP/HTTP protobuf: a request built with the generated code decodes to the same spans
+ * as its JSON encoding would ------------------------------------------------------------------ */
+static void test_protobuf(void **state) {
+    (void)state;
+    uint8_t tid[16], sid[8] = {0, 0, 0, 0, 0, 0, 0, 2}, pid[8] = {0, 0, 0, 0, 0, 0, 0, 1};
+    for (int i = 0; i < 16; i++) tid[i] = (uint8_t)(0x5b + i);
+    Flare__Otlp__AnyValue v1 = FLARE__OTLP__ANY_VALUE__INIT, v2 = FLARE__OTLP__ANY_VALUE__INIT,
+                          v3 = FLARE__OTLP__ANY_VALUE__INIT, v4 = FLARE__OTLP__ANY_VALUE__INIT,
+                          a1 = FLARE__OTLP__ANY_VALUE__INIT, a2 = FLARE__OTLP__ANY_VALUE__INIT;
+    v1.value_case = FLARE__OTLP__ANY_VALUE__VALUE_STRING_VALUE, v1.string_value = "TOOL";
+    v2.value_case = FLARE__OTLP__ANY_VALUE__VALUE_INT_VALUE, v2.int_value = -42;
+    v3.value_case = FLARE__OTLP__ANY_VALUE__VALUE_BOOL_VALUE, v3.bool_value = 1;
+    a1.value_case = FLARE__OTLP__ANY_VALUE__VALUE_STRING_VALUE, a1.string_value = "a";
+    a2.value_case = FLARE__OTLP__ANY_VALUE__VALUE_DOUBLE_VALUE, a2.double_value = 0.5;
+    Flare__Otlp__AnyValue *av[2] = {&a1, &a2};
+    Flare__Otlp__ArrayValue arr = FLARE__OTLP__ARRAY_VALUE__INIT;
+    arr.n_values = 2, arr.values = av;
+    v4.value_case = FLARE__OTLP__ANY_VALUE__VALUE_ARRAY_VALUE, v4.array_value = &arr;
+    Flare__Otlp__KeyValue k1 = FLARE__OTLP__KEY_VALUE__INIT, k2 = FLARE__OTLP__KEY_VALUE__INIT,
+                          k3 = FLARE__OTLP__KEY_VALUE__INIT, k4 = FLARE__OTLP__KEY_VALUE__INIT;
+    k1.key = "openinference.span.kind", k1.value = &v1;
+    k2.key = "n", k2.value = &v2;
+    k3.key = "b", k3.value = &v3;
+    k4.key = "arr", k4.value = &v4;
+    Flare__Otlp__KeyValue *kv[4] = {&k1, &k2, &k3, &k4};
+    Flare__Otlp__SpanEvent ev = FLARE__OTLP__SPAN_EVENT__INIT, *evp = &ev;
+    ev.name = "exception", ev.time_unix_nano = 1700000000123456789ull;
+    Flare__Otlp__Status status = FLARE__OTLP__STATUS__INIT;
+    status.code = 2, status.message = "boom";
+    Flare__Otlp__Span sp = FLARE__OTLP__SPAN__INIT, *spp = &sp;
+    sp.trace_id = (ProtobufCBinaryData){16, tid};
+    sp.span_id = (ProtobufCBinaryData){8, sid};
+    sp.parent_span_id = (ProtobufCBinaryData){8, pid};
+    sp.name = "calc", sp.kind = 3;
+    sp.start_time_unix_nano = 1700000000000000001ull, sp.end_time_unix_nano = 1700000000999999999ull;
+    sp.n_attributes = 4, sp.attributes = kv;
+    sp.n_events = 1, sp.events = &evp;
+    sp.status = &status;
+    Flare__Otlp__InstrumentationScope scope = FLARE__OTLP__INSTRUMENTATION_SCOPE__INIT;
+    scope.name = "openinference";
+    Flare__Otlp__ScopeSpans ss = FLARE__OTLP__SCOPE_SPANS__INIT, *ssp = &ss;
+    ss.scope = &scope, ss.n_spans = 1, ss.spans = &spp;
+    Flare__Otlp__ResourceSpans rs = FLARE__OTLP__RESOURCE_SPANS__INIT, *rsp = &rs;
+    rs.n_scope_spans = 1, rs.scope_spans = &ssp;
+    Flare__Otlp__ExportTraceServiceRequest rq = FLARE__OTLP__EXPORT_TRACE_SERVICE_REQUEST__INIT;
+    rq.n_resource_spans = 1, rq.resource_spans = &rsp;
+    size_t len = flare__otlp__export_trace_service_request__get_packed_size(&rq);
+    uint8_t *buf = malloc(len);
+    assert_non_null(buf);
+    flare__otlp__export_trace_service_request__pack(&rq, buf);
+    fl_otlp_span *out;
+    int n;
+    fl_err e = {0};
+    assert_int_equal(fl_otlp_parse_protobuf(buf, len, "pb", &out, &n, &e), FL_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(out->trace_id, "5b5c5d5e5f606162636465666768696a");
+    assert_string_equal(out->span_id, "0000000000000002");
+    assert_string_equal(out->parent_id, "0000000000000001");
+    assert_string_equal(out->name, "calc");
+    assert_int_equal(out->kind, 3);
+    assert_true(out->start_ns == 1700000000000000001ull && out->end_ns == 1700000000999999999ull);
+    assert_int_equal(out->status_code, 2);
+    assert_string_equal(out->status_msg, "boom");
+    assert_string_equal(out->scope, "openinference");
+    assert_string_equal(fl_otlp_attr_str(out, "openinference.span.kind"), "TOOL");
+    int64_t iv;
+    assert_true(fl_otlp_attr_int(out, "n", &iv) && iv == -42);
+    assert_string_equal(fl_otlp_attr_str(out, "b"), "true");
+    assert_string_equal(fl_otlp_attr_str(out, "arr"), "[\"a\",0.5]");
+    assert_int_equal(out->n_events, 1);
+    assert_string_equal(out->events[0].name, "exception");
+    assert_true(out->events[0].time_ns == 1700000000123456789ull);
+    assert_int_equal(fl_otlp_classify(out), FL_OTLP_TOOL);
+    fl_otlp_spans_free(out, n);
+    /* bad input: truncated, garbage, a short trace id (named like a JSON problem) */
+    assert_int_equal(fl_otlp_parse_protobuf(buf, len - 3, "pb-cut", &out, &n, &e), FL_ERR_FORMAT);
+    assert_non_null(strstr(e.msg, "pb-cut"));
+    assert_int_equal(fl_otlp_parse_protobuf((const uint8_t *)"\xff\xff\xff", 3, "junk", &out, &n, &e), FL_ERR_FORMAT);
+    assert_non_null(strstr(e.msg, "junk: not an OTLP ExportTraceServiceRequest"));
+    sp.trace_id.len = 5;
+    len = flare__otlp__export_trace_service_request__pack(&rq, buf);
+    assert_int_equal(fl_otlp_parse_protobuf(buf, len, "pb-id", &out, &n, &e), FL_ERR_FORMAT);
+    if (!strstr(e.msg, "pb-id") || !strstr(e.msg, "traceId")) fail_msg("%s", e.msg);
+    /* empty request: no spans */
+    assert_int_equal(fl_otlp_parse_protobuf(buf, 0, "empty", &out, &n, &e), FL_OK);
+    assert_int_equal(n, 0);
+    free(buf);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conventions), cmocka_unit_test(test_langgraph),
         cmocka_unit_test(test_agents_sdk),  cmocka_unit_test(test_vercel),
         cmocka_unit_test(test_traceloop),   cmocka_unit_test(test_fixtures),
-        cmocka_unit_test(test_show),
+        cmocka_unit_test(test_show),        cmocka_unit_test(test_protobuf),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,6 +15,7 @@
 
 #include "flare/agents/otlp.h"
 #include "flare/agents/otlp_recv.h"
+#include "otlp/otlp_trace.pb-c.h"
 #include "flare/agents/target.h"
 
 static char tmp[64], tgt[128];
@@ -33,8 +34,15 @@ static int teardown(void **state) {
 }
 
 /* POST body to 127.0.0.1:port path; returns the status, the response body in out. */
+static int post_n(int port, const char *path, const char *ctype, const char *body, size_t blen,
+                  char *out, size_t n);
 static int post(int port, const char *path, const char *ctype, const char *body, char *out,
                 size_t n) {
+    return post_n(port, path, ctype, body, body ? strlen(body) : 0, out, n);
+}
+
+static int post_n(int port, const char *path, const char *ctype, const char *body, size_t blen,
+                  char *out, size_t n) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -42,9 +50,9 @@ static int post(int port, const char *path, const char *ctype, const char *body,
     char head[512];
     int hn = snprintf(head, sizeof head, "%s %s HTTP/1.1\r\nContent-Type: %s\r\nContent-Length: "
                       "%zu\r\nConnection: close\r\n\r\n", body ? "POST" : "GET", path, ctype,
-                      body ? strlen(body) : 0);
+                      blen);
     assert_int_equal(send(fd, head, (size_t)hn, MSG_NOSIGNAL), hn);
-    if (body) assert_int_equal(send(fd, body, strlen(body), MSG_NOSIGNAL), (ssize_t)strlen(body));
+    if (body) assert_int_equal(send(fd, body, blen, MSG_NOSIGNAL), (ssize_t)blen);
     static char buf[65536];
     size_t len = 0;
     ssize_t got;
@@ -144,10 +152,31 @@ static void test_receiver(void **state) {
     assert_string_equal(out, "{}");
     assert_int_equal(fl_otlp_store_count(st, tid), 3);
     assert_int_equal(fl_otlp_store_count(st, "0af7651916cd43dd8448eb211c80319d"), 0);
-    /* protobuf: a clear 415 */
-    assert_int_equal(post(port, "/v1/traces", "application/x-protobuf", "\x0a\x02", out, sizeof out), 415);
-    assert_non_null(strstr(out, "application/x-protobuf"));
-    assert_non_null(strstr(out, "http/json"));
+    /* protobuf: a request built with the generated code lands like JSON; a truncated one is
+     * a 400 naming the encoding; other types a clear 415 */
+    {
+        uint8_t id[16] = {0x0a, 0xf7, 0x65, 0x19, 0x16, 0xcd, 0x43, 0xdd, 0x84, 0x48, 0xeb, 0x21, 0x1c, 0x80, 0x31, 0x9e};
+        uint8_t sid[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+        Flare__Otlp__Span sp = FLARE__OTLP__SPAN__INIT, *spp = &sp;
+        sp.trace_id = (ProtobufCBinaryData){16, id};
+        sp.span_id = (ProtobufCBinaryData){8, sid};
+        sp.name = "invoke_agent A";
+        Flare__Otlp__ScopeSpans ss = FLARE__OTLP__SCOPE_SPANS__INIT, *ssp = &ss;
+        ss.n_spans = 1, ss.spans = &spp;
+        Flare__Otlp__ResourceSpans rs = FLARE__OTLP__RESOURCE_SPANS__INIT, *rsp = &rs;
+        rs.n_scope_spans = 1, rs.scope_spans = &ssp;
+        Flare__Otlp__ExportTraceServiceRequest rq = FLARE__OTLP__EXPORT_TRACE_SERVICE_REQUEST__INIT;
+        rq.n_resource_spans = 1, rq.resource_spans = &rsp;
+        uint8_t pb[256];
+        size_t len = flare__otlp__export_trace_service_request__pack(&rq, pb);
+        assert_int_equal(post_n(port, "/v1/traces", "application/x-protobuf", (const char *)pb, len, out, sizeof out), 200);
+        assert_int_equal(fl_otlp_store_count(st, "0af7651916cd43dd8448eb211c80319e"), 1);
+    }
+    assert_int_equal(post(port, "/v1/traces", "application/x-protobuf", "\x0a\x02", out, sizeof out), 400);
+    assert_non_null(strstr(out, "protobuf"));
+    assert_int_equal(post(port, "/v1/traces", "application/grpc", "x", out, sizeof out), 415);
+    assert_non_null(strstr(out, "application/grpc"));
+    assert_non_null(strstr(out, "Collector"));
     /* bad JSON: 400 naming the problem; nothing stored */
     assert_int_equal(post(port, "/v1/traces", "application/json", "{\"resourceSpans\":[{\"scopeSpans\":"
                           "[{\"spans\":[{\"traceId\":\"xyz\"}]}]}]}", out, sizeof out), 400);
@@ -158,7 +187,7 @@ static void test_receiver(void **state) {
     fl_httpd_stop(h);
     fl_otlp_stats s;
     fl_otlp_store_stats(st, &s);
-    assert_int_equal(s.spans_in, 3);
+    assert_int_equal(s.spans_in, 4); /* 3 as JSON, 1 as protobuf */
     fl_otlp_store_free(st);
 }
 

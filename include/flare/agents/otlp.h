@@ -79,6 +79,10 @@ typedef struct fl_otlp_span {
  * spans (possibly 0). */
 fl_status fl_otlp_parse(const char *json, size_t len, const char *source, fl_otlp_span **spans,
                         int *n, fl_err *e);
+/* The same for the protobuf encoding (OTLP/HTTP application/x-protobuf): a bad message is
+ * FL_ERR_FORMAT naming source; the spans go through fl_otlp_parse's checks. */
+fl_status fl_otlp_parse_protobuf(const uint8_t *buf, size_t len, const char *source,
+                                 fl_otlp_span **spans, int *n, fl_err *e);
 void fl_otlp_spans_free(fl_otlp_span *spans, int n);
 /* Free what one span owns (not the struct itself). */
 void fl_otlp_span_clear(fl_otlp_span *s);

@@ -86,12 +86,13 @@ static void handle(const fl_http_req *rq, fl_http_resp *rs, fl_otlp_store *store
     }
     const char *ct = rq->content_type;
     int json = !strcmp(ct, "application/json") || (!*ct && rq->body_len && rq->body[0] == '{');
-    if (!json) { /* gRPC UNIMPLEMENTED */
+    int pb = !strcmp(ct, "application/x-protobuf");
+    if (!json && !pb) { /* gRPC UNIMPLEMENTED */
         char msg[400];
-        snprintf(msg, sizeof msg, "%s bodies are not supported: flare's OTLP receiver reads the "
-                 "OTLP JSON encoding only; set the exporter to http/json "
-                 "(OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/json; in Node use "
-                 "@opentelemetry/exporter-trace-otlp-http, not -proto or -grpc)",
+        snprintf(msg, sizeof msg, "%s bodies are not supported: flare's OTLP receiver reads "
+                 "OTLP/HTTP with application/json or application/x-protobuf bodies "
+                 "(OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/json or http/protobuf); for "
+                 "grpc, run a Collector in between (docs/agents-otel.md)",
                  *ct ? ct : "untyped");
         rs->status = 415;
         rs->body = status_json(12, msg);
@@ -100,7 +101,9 @@ static void handle(const fl_http_req *rq, fl_http_resp *rs, fl_otlp_store *store
     fl_otlp_span *spans = NULL;
     int n = 0;
     fl_err e = {0};
-    if (fl_otlp_parse(rq->body, rq->body_len, "POST /v1/traces", &spans, &n, &e)) {
+    if (pb ? fl_otlp_parse_protobuf((const uint8_t *)rq->body, rq->body_len, "POST /v1/traces (protobuf)",
+                                    &spans, &n, &e)
+           : fl_otlp_parse(rq->body, rq->body_len, "POST /v1/traces", &spans, &n, &e)) {
         if (src) atomic_fetch_add(&src->bad, 1);
         rs->status = e.status == FL_ERR_NOMEM ? 500 : 400; /* gRPC INVALID_ARGUMENT */
         rs->body = status_json(e.status == FL_ERR_NOMEM ? 8 : 3, e.msg);

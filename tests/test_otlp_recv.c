@@ -170,6 +170,7 @@ static void test_receiver(void **state) {
         uint8_t pb[256];
         size_t len = flare__otlp__export_trace_service_request__pack(&rq, pb);
         assert_int_equal(post_n(port, "/v1/traces", "application/x-protobuf", (const char *)pb, len, out, sizeof out), 200);
+        assert_string_equal(out, ""); /* an empty ExportTraceServiceResponse */
         assert_int_equal(fl_otlp_store_count(st, "0af7651916cd43dd8448eb211c80319e"), 1);
     }
     assert_int_equal(post(port, "/v1/traces", "application/x-protobuf", "\x0a\x02", out, sizeof out), 400);

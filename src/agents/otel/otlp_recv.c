@@ -119,7 +119,9 @@ static void handle(const fl_http_req *rq, fl_http_resp *rs, fl_otlp_store *store
     }
     fl_otlp_store_add(store, spans, n);
     rs->status = 200;
-    rs->body = strdup("{}"); /* an ExportTraceServiceResponse without partialSuccess */
+    /* an ExportTraceServiceResponse without partialSuccess: "{}" in JSON, no bytes in protobuf */
+    rs->body = strdup(pb ? "" : "{}");
+    if (pb) rs->content_type = "application/x-protobuf";
 }
 
 static void handle_store(const fl_http_req *rq, fl_http_resp *rs, void *user) {

@@ -17,6 +17,7 @@ typedef struct spanbuf {
 } spanbuf;
 
 static fl_status push(spanbuf *b, fl_otlp_span *sp, int n, fl_err *e) {
+    if (!n) return free(sp), FL_OK;
     if (b->n + n > b->cap) {
         int cap = b->cap ? b->cap : 64;
         while (cap < b->n + n) cap *= 2;
@@ -24,7 +25,7 @@ static fl_status push(spanbuf *b, fl_otlp_span *sp, int n, fl_err *e) {
         if (!nv) return fl_fail(e, FL_ERR_NOMEM, "spans: out of memory");
         b->v = nv, b->cap = cap;
     }
-    memcpy(b->v + b->n, sp, (size_t)n * sizeof *sp);
+    if (n) memcpy(b->v + b->n, sp, (size_t)n * sizeof *sp);
     b->n += n;
     free(sp);
     return FL_OK;

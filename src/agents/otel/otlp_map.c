@@ -1,12 +1,9 @@
 /* Spans of one trace -> protocol events (the rules and their sources: docs/agents-otel.md).
  *
- * Agent frameworks describe the same run in three attribute vocabularies: the OpenTelemetry
- * GenAI semantic conventions (gen_ai.*), OpenInference (openinference.span.kind, input.value
- * …) and OpenLLMetry/Traceloop (traceloop.span.kind, traceloop.entity.*). Each span is given
- * one role by the first vocabulary that says something, then the span name; names, inputs and
- * outputs are looked up in a fixed order of attribute keys. Events are produced per span and
- * sorted by time (ties in span start order), so the result reads like the event lines a
- * system would have written itself.
+ * Each span's role and fields come from the convention tables (otlp_conv.c), then from the
+ * trace's shape (derive_roles); attribute values are read by otlp_value.c. Events are
+ * produced per span and sorted by time (ties in span start order), so the result reads like
+ * the event lines a system would have written itself.
  */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -14,6 +11,7 @@
 
 #include "flare/agents/otlp.h"
 #include "flare/agents/protocol.h"
+#include "agents/otel/otlp_int.h"
 
 /* ---- roles and names ----------------------------------------------------------------------- */
 static const char *const role_names[] = {"other", "workflow", "agent", "tool", "llm", "create_agent",
@@ -83,135 +81,6 @@ static int mev_cmp(const void *a, const void *b) {
     const mev *x = a, *y = b;
     if (x->t != y->t) return x->t < y->t ? -1 : 1;
     return x->seq - y->seq;
-}
-
-/* Message text: gen_ai.*.messages are JSON arrays of {role, parts:[{type:"text",content}]}
- * (semconv 1.37); their text parts are joined. Anything else is used as it is. */
-static char *message_text(const char *v) {
-    cJSON *j = v ? cJSON_Parse(v) : NULL;
-    char *out = NULL;
-    if (cJSON_IsArray(j)) {
-        size_t cap = strlen(v) + 1, n = 0;
-        out = malloc(cap);
-        const cJSON *m, *p;
-        cJSON_ArrayForEach(m, j) {
-            const cJSON *parts = cJSON_GetObjectItemCaseSensitive(m, "parts");
-            cJSON_ArrayForEach(p, parts) {
-                const cJSON *c = cJSON_GetObjectItemCaseSensitive(p, "content");
-                const cJSON *ty = cJSON_GetObjectItemCaseSensitive(p, "type");
-                if (!out || !cJSON_IsString(c) || (cJSON_IsString(ty) && strcmp(ty->valuestring, "text")))
-                    continue;
-                size_t l = strlen(c->valuestring);
-                if (n + l + 2 > cap) continue; /* cannot happen: text is shorter than its JSON */
-                if (n) out[n++] = '\n';
-                memcpy(out + n, c->valuestring, l);
-                n += l;
-            }
-        }
-        if (out) out[n] = 0;
-        if (out && !n) free(out), out = NULL;
-    }
-    cJSON_Delete(j);
-    return out ? out : dupn(v ? v : "");
-}
-
-/* Tool arguments as compact JSON text, read by their MIME type (input.mime_type): text/plain
- * is a string even when it starts like a number ("144 / 12"); otherwise a value that is one
- * whole JSON document is parsed, anything else is quoted as a JSON string. */
-static char *json_text(const char *v, const char *mime) {
-    cJSON *j = mime && starts(mime, "text/") ? NULL : cJSON_ParseWithOpts(v, NULL, 1);
-    if (!j) j = cJSON_CreateString(v);
-    char *s = j ? cJSON_PrintUnformatted(j) : NULL;
-    cJSON_Delete(j);
-    char *out = s ? fl_utf8_dup(s, strlen(s)) : NULL;
-    free(s);
-    return out;
-}
-
-/* The string a value holds when it is a JSON string literal ("\"391\"", as exporters that
- * JSON.stringify every value write a string result), NULL otherwise. */
-static char *json_string(const char *v) {
-    cJSON *j = v && v[0] == '"' ? cJSON_ParseWithOpts(v, NULL, 1) : NULL;
-    char *out = cJSON_IsString(j) ? dupn(j->valuestring) : NULL;
-    cJSON_Delete(j);
-    return out;
-}
-
-/* A LangChain message as JSON: its kwargs (serialized form {"lc":1,"type":"constructor",
- * "id":[...,"ToolMessage"],"kwargs":{...}}) or the object itself when it has "content". */
-static const cJSON *lc_message(const cJSON *j) {
-    const cJSON *wrapped = cJSON_GetObjectItemCaseSensitive(j, "output"); /* {"output": ToolMessage} */
-    if (cJSON_IsObject(wrapped) && cJSON_GetArraySize(j) == 1) j = wrapped;
-    const cJSON *kw = cJSON_GetObjectItemCaseSensitive(j, "kwargs");
-    if (cJSON_IsObject(kw) && cJSON_GetObjectItemCaseSensitive(j, "lc")) return kw;
-    return cJSON_IsObject(j) && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(j, "content")) ? j : NULL;
-}
-
-/* A tool's result without its framework wrapper: a LangChain ToolMessage gives its content,
- * and its status "error" marks the call failed (*failed = 1). NULL: use the value as it is. */
-static char *unwrap_result(const char *v, int *failed) {
-    char *str = json_string(v);
-    if (str) return str;
-    cJSON *j = v && strstr(v, "content") ? cJSON_Parse(v) : NULL;
-    const cJSON *m = lc_message(j);
-    const cJSON *c = m ? cJSON_GetObjectItemCaseSensitive(m, "content") : NULL;
-    const cJSON *st = m ? cJSON_GetObjectItemCaseSensitive(m, "status") : NULL;
-    char *out = NULL;
-    if (cJSON_IsString(c)) {
-        out = dupn(c->valuestring);
-        if (cJSON_IsString(st) && !strcmp(st->valuestring, "error")) *failed = 1;
-    }
-    cJSON_Delete(j);
-    return out;
-}
-
-/* State keys that hold a graph's answer, in order (LangGraph states are the user's own
- * objects; these are the names the docs and templates use). */
-static const char *const answer_keys[] = {"answer", "final_answer", "output", "response", "result", NULL};
-
-/* A graph's whole-state output (LangGraph) answers with a string under one of answer_keys,
- * else its "messages" list's last content; NULL when v is not such a state. */
-static char *state_answer(const char *v) {
-    cJSON *j = v && v[0] == '{' ? cJSON_Parse(v) : NULL;
-    const cJSON *c = NULL;
-    for (const char *const *k = answer_keys; cJSON_IsObject(j) && *k && !cJSON_IsString(c); k++)
-        c = cJSON_GetObjectItemCaseSensitive(j, *k);
-    const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(j, "messages");
-    if (!cJSON_IsString(c) && cJSON_IsArray(msgs)) {
-        const cJSON *m = lc_message(cJSON_GetArrayItem(msgs, cJSON_GetArraySize(msgs) - 1));
-        c = m ? cJSON_GetObjectItemCaseSensitive(m, "content") : NULL;
-    }
-    char *out = cJSON_IsString(c) ? dupn(c->valuestring) : NULL;
-    cJSON_Delete(j);
-    return out;
-}
-
-/* Exceptions that frameworks raise for control flow, not failure: LangGraph's ParentCommand
- * (a Command(graph=PARENT) handoff) and GraphBubbleUp / GraphInterrupt. */
-static const char *const control_flow[] = {"ParentCommand", "GraphBubbleUp", "GraphInterrupt", NULL};
-
-static int control_flow_text(const char *t) {
-    for (const char *const *c = control_flow; t && *c; c++)
-        if (strstr(t, *c)) return 1;
-    return 0;
-}
-
-static int is_error(const fl_otlp_span *s) {
-    if (s->status_code != 2 && !fl_otlp_attr_get(s, "error.type")) return 0;
-    if (control_flow_text(s->status_msg) || control_flow_text(fl_otlp_attr_str(s, "error.type")))
-        return 0;
-    for (int k = 0; k < s->n_events; k++)
-        for (int a = 0; a < s->events[k].n_attrs; a++)
-            if (!strcmp(s->events[k].attrs[a].key, "exception.type") &&
-                control_flow_text(s->events[k].attrs[a].text))
-                return 0;
-    return 1;
-}
-
-static const char *error_text(const fl_otlp_span *s) {
-    if (s->status_msg) return s->status_msg;
-    const char *v = fl_otlp_attr_str(s, "error.type");
-    return v && v[0] ? v : "error";
 }
 
 /* ---- the mapping --------------------------------------------------------------------------- */
@@ -346,7 +215,7 @@ static void map_spans(const mctx *m, const int *order, evlist *L, int64_t *tin, 
             if (!from || !from[0]) from = context_agent(m, i);
             /* the SDK's handoff span after its transfer_to_<x> tool span: one edge, not two */
             if (pend_find(&pending, L, to) >= 0) break;
-            buf = message_text(first_attr(s, FL_OTLP_F_INPUT));
+            buf = otlp_message_text(first_attr(s, FL_OTLP_F_INPUT));
             if (!buf) L->oom = 1;
             add(L, s->start_ns, (fl_event){.kind = FL_EV_MESSAGE, .agent = (char *)from, .to = (char *)to,
                                            .content = buf});
@@ -373,17 +242,17 @@ static void map_spans(const mctx *m, const int *order, evlist *L, int64_t *tin, 
                 break;
             }
             const char *args = first_attr(s, FL_OTLP_F_ARGS), *res = fl_otlp_field_raw(s, FL_OTLP_F_RESULT);
-            buf = args ? json_text(args, first_attr(s, FL_OTLP_F_ARGS_MIME)) : NULL;
+            buf = args ? otlp_json_text(args, first_attr(s, FL_OTLP_F_ARGS_MIME)) : NULL;
             if (args && !buf) L->oom = 1;
             add(L, s->start_ns, (fl_event){.kind = FL_EV_TOOL_CALL, .agent = (char *)agent,
                                            .tool = (char *)tool, .arguments = buf});
             free(buf);
-            int failed = is_error(s);
-            char *unwrapped = unwrap_result(res, &failed);
+            int failed = otlp_is_error(s);
+            char *unwrapped = otlp_unwrap_result(res, &failed);
             add(L, s->end_ns, (fl_event){.kind = FL_EV_TOOL_RESULT, .agent = (char *)agent, .tool = (char *)tool,
                                          .ok = !failed,
                                          .content = (char *)(unwrapped ? unwrapped : res && (res[0] || !failed) ? res
-                                                             : !failed ? "" : error_text(s))});
+                                                             : !failed ? "" : otlp_error_text(s))});
             free(unwrapped);
             break;
         }
@@ -396,15 +265,15 @@ static void map_spans(const mctx *m, const int *order, evlist *L, int64_t *tin, 
             if (up < 0) prev_top = name;
             /* a sub-agent run by a tool: the tool span draws its edge */
             if (!pend_take(&pending, L, name) && strcmp(from, name) && tool_above(m, i) < 0) {
-                buf = message_text(first_attr(s, FL_OTLP_F_INPUT));
+                buf = otlp_message_text(first_attr(s, FL_OTLP_F_INPUT));
                 if (!buf) L->oom = 1;
                 add(L, s->start_ns, (fl_event){.kind = FL_EV_MESSAGE, .agent = (char *)from,
                                                .to = (char *)name, .content = buf});
                 free(buf);
             }
-            if (is_error(s))
+            if (otlp_is_error(s))
                 add(L, s->end_ns, (fl_event){.kind = FL_EV_ERROR, .agent = (char *)name,
-                                             .content = (char *)error_text(s)});
+                                             .content = (char *)otlp_error_text(s)});
             break;
         }
         default: break;
@@ -442,9 +311,9 @@ static void map_spans(const mctx *m, const int *order, evlist *L, int64_t *tin, 
             const char *v = fits ? fl_otlp_field_raw(&sp[i], FL_OTLP_F_OUTPUT) : NULL;
             if (!v) continue;
             found++;
-            buf = state_answer(v);
-            if (!buf) buf = json_string(v);
-            if (!buf) buf = message_text(v);
+            buf = otlp_state_answer(v);
+            if (!buf) buf = otlp_json_string(v);
+            if (!buf) buf = otlp_message_text(v);
             if (!buf) L->oom = 1;
             add(L, sp[i].end_ns, (fl_event){.kind = FL_EV_OUTPUT, .content = buf});
             free(buf);

@@ -32,10 +32,13 @@ LDFLAGS := $(LDFLAGS_MODE)
 PROTO   := /usr/include/onnx/onnx.proto
 GEN_C   := $(BUILD)/gen/onnx/onnx.pb-c.c
 GEN_H   := $(BUILD)/gen/onnx/onnx.pb-c.h
+OTLP_PROTO := proto/otlp_trace.proto
+OTLP_GEN_C := $(BUILD)/gen/otlp/otlp_trace.pb-c.c
+OTLP_GEN_H := $(BUILD)/gen/otlp/otlp_trace.pb-c.h
 
 LIB_SRC := $(filter-out src/cli/%,$(wildcard src/*/*.c src/agents/*/*.c))
 CLI_SRC := $(wildcard src/cli/*.c)
-LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/onnx.pb-c.o
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/onnx.pb-c.o $(BUILD)/obj/gen/otlp_trace.pb-c.o
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
@@ -60,7 +63,18 @@ $(BUILD)/obj/gen/onnx.pb-c.o: $(GEN_C)
 	@echo "  CC      $<"
 	$(Q)$(CC) $(CFLAGS) -Wno-error -c $< -o $@
 
-$(BUILD)/obj/%.o: %.c $(GEN_H)
+# the OTLP trace messages, written for the project from the OTLP field numbers (proto/)
+$(OTLP_GEN_H): $(OTLP_PROTO)
+	@mkdir -p $(BUILD)/gen/otlp
+	protoc-c --c_out=$(abspath $(BUILD)/gen/otlp) -Iproto $(notdir $(OTLP_PROTO))
+$(OTLP_GEN_C): $(OTLP_GEN_H)
+
+$(BUILD)/obj/gen/otlp_trace.pb-c.o: $(OTLP_GEN_C)
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(CFLAGS) -Wno-error -c $< -o $@
+
+$(BUILD)/obj/%.o: %.c $(GEN_H) $(OTLP_GEN_H)
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
 	$(Q)$(CC) $(CFLAGS) -MMD -MP -c $< -o $@

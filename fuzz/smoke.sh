@@ -9,6 +9,7 @@ out=build-fuzz
 mkdir -p "$out/obj"
 gen=build/gen
 [ -f "$gen/onnx/onnx.pb-c.c" ] || make --no-print-directory build/gen/onnx/onnx.pb-c.c >/dev/null
+[ -f "$gen/otlp/otlp_trace.pb-c.c" ] || make --no-print-directory build/gen/otlp/otlp_trace.pb-c.h >/dev/null
 pkgs="openblas libprotobuf-c libcjson libpng zlib libcurl libmicrohttpd"
 san="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined"
 cflags="-g -O1 -std=c11 -D_GNU_SOURCE -Iinclude -Isrc -I$gen $(pkg-config --cflags $pkgs)"
@@ -29,7 +30,7 @@ compile() {  # source object
   fi
 }
 pids=(); failed=0
-for f in $(ls src/*/*.c src/agents/*/*.c | grep -v '^src/cli/') "$gen/onnx/onnx.pb-c.c"; do
+for f in $(ls src/*/*.c src/agents/*/*.c | grep -v '^src/cli/') "$gen/onnx/onnx.pb-c.c" "$gen/otlp/otlp_trace.pb-c.c"; do
   o="$out/obj/$(echo "$f" | tr / _).o"
   if [ ! -f "$o" ] || [ "$f" -nt "$o" ] || [ "$newest_h" -nt "$o" ]; then
     rm -f "$o"

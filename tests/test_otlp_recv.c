@@ -8,12 +8,14 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "testutil.h"
 
 #include "flare/agents/otlp.h"
 #include "flare/agents/otlp_recv.h"
+#include "otlp/otlp_trace.pb-c.h"
 #include "flare/agents/target.h"
 
 static char tmp[64], tgt[128];
@@ -32,8 +34,15 @@ static int teardown(void **state) {
 }
 
 /* POST body to 127.0.0.1:port path; returns the status, the response body in out. */
+static int post_n(int port, const char *path, const char *ctype, const char *body, size_t blen,
+                  char *out, size_t n);
 static int post(int port, const char *path, const char *ctype, const char *body, char *out,
                 size_t n) {
+    return post_n(port, path, ctype, body, body ? strlen(body) : 0, out, n);
+}
+
+static int post_n(int port, const char *path, const char *ctype, const char *body, size_t blen,
+                  char *out, size_t n) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -41,9 +50,9 @@ static int post(int port, const char *path, const char *ctype, const char *body,
     char head[512];
     int hn = snprintf(head, sizeof head, "%s %s HTTP/1.1\r\nContent-Type: %s\r\nContent-Length: "
                       "%zu\r\nConnection: close\r\n\r\n", body ? "POST" : "GET", path, ctype,
-                      body ? strlen(body) : 0);
+                      blen);
     assert_int_equal(send(fd, head, (size_t)hn, MSG_NOSIGNAL), hn);
-    if (body) assert_int_equal(send(fd, body, strlen(body), MSG_NOSIGNAL), (ssize_t)strlen(body));
+    if (body) assert_int_equal(send(fd, body, blen, MSG_NOSIGNAL), (ssize_t)blen);
     static char buf[65536];
     size_t len = 0;
     ssize_t got;
@@ -86,6 +95,50 @@ static fl_case *mkcase(uint64_t seed, char *tid, char *parent) {
     return c;
 }
 
+/* Events from stdout and from spans merge by time (issue 16): an answer printed on stdout at
+ * 900 ms comes after the failed tool call the spans put at 200-300 ms. */
+static void test_time_order(void **state) {
+    (void)state;
+    fl_otlp_src_opts so = {.listen = "127.0.0.1:0", .grace_ms = 3000};
+    fl_otlp_src *src = NULL;
+    fl_err e = {0};
+    if (fl_otlp_src_new(&so, &src, &e)) fail_msg("src: %s", e.msg);
+    char tid[33], parent[17], body[4096], out[256];
+    fl_case *c = mkcase(9, tid, parent);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    unsigned long long now = (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+    unsigned long long ms = 1000000ull;
+    snprintf(body, sizeof body,
+        "{\"resourceSpans\":[{\"scopeSpans\":[{\"spans\":["
+        "{\"traceId\":\"%s\",\"spanId\":\"00000000000000d1\",\"parentSpanId\":\"%s\","
+        "\"name\":\"invoke_agent Planner\",\"startTimeUnixNano\":\"%llu\",\"endTimeUnixNano\":\"%llu\"},"
+        "{\"traceId\":\"%s\",\"spanId\":\"00000000000000d2\",\"parentSpanId\":\"00000000000000d1\","
+        "\"name\":\"execute_tool run_code\",\"startTimeUnixNano\":\"%llu\",\"endTimeUnixNano\":\"%llu\","
+        "\"status\":{\"code\":2,\"message\":\"boom\"}}]}]}]}",
+        tid, parent, now - 900 * ms, now - 20 * ms, tid, now - 800 * ms, now - 700 * ms);
+    assert_int_equal(post(fl_otlp_src_port(src), "/v1/traces", "application/json", body, out, sizeof out), 200);
+    fl_trace *t = fl_trace_new();
+    int done = 0;
+    const char *l1 = "{\"event\":\"output\",\"content\":\"all fine\"}", *l2 = "{\"event\":\"done\"}";
+    fl_trace_feed_line(t, l1, strlen(l1), 900, &done);
+    fl_trace_feed_line(t, l2, strlen(l2), 950, &done);
+    t->ms = 1000; /* the case took 1 s and ended now */
+    assert_int_equal(fl_otlp_src_collect(src, c, t, &e), FL_OK);
+    static const fl_event_kind want[] = {FL_EV_MESSAGE, FL_EV_TOOL_CALL, FL_EV_TOOL_RESULT, FL_EV_OUTPUT, FL_EV_DONE};
+    char *j = fl_trace_to_json(t);
+    if (t->n_events != 5) fail_msg("%s", j);
+    for (int i = 0; i < 5; i++)
+        if (t->events[i].kind != want[i]) fail_msg("event %d: %s", i, j);
+    /* the span times sit on the request's clock (about 100 and 200 ms; scheduling slack) */
+    if (t->events[1].t_ms < 50 || t->events[1].t_ms > 600 || t->events[2].t_ms < t->events[1].t_ms)
+        fail_msg("times: %s", j);
+    free(j);
+    fl_trace_free(t);
+    fl_case_free(c);
+    fl_otlp_src_free(src);
+}
+
 static void test_receiver(void **state) {
     fl_otlp_store *st = fl_otlp_store_new();
     fl_httpd *h = NULL;
@@ -99,10 +152,32 @@ static void test_receiver(void **state) {
     assert_string_equal(out, "{}");
     assert_int_equal(fl_otlp_store_count(st, tid), 3);
     assert_int_equal(fl_otlp_store_count(st, "0af7651916cd43dd8448eb211c80319d"), 0);
-    /* protobuf: a clear 415 */
-    assert_int_equal(post(port, "/v1/traces", "application/x-protobuf", "\x0a\x02", out, sizeof out), 415);
-    assert_non_null(strstr(out, "application/x-protobuf"));
-    assert_non_null(strstr(out, "http/json"));
+    /* protobuf: a request built with the generated code lands like JSON; a truncated one is
+     * a 400 naming the encoding; other types a clear 415 */
+    {
+        uint8_t id[16] = {0x0a, 0xf7, 0x65, 0x19, 0x16, 0xcd, 0x43, 0xdd, 0x84, 0x48, 0xeb, 0x21, 0x1c, 0x80, 0x31, 0x9e};
+        uint8_t sid[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+        Flare__Otlp__Span sp = FLARE__OTLP__SPAN__INIT, *spp = &sp;
+        sp.trace_id = (ProtobufCBinaryData){16, id};
+        sp.span_id = (ProtobufCBinaryData){8, sid};
+        sp.name = "invoke_agent A";
+        Flare__Otlp__ScopeSpans ss = FLARE__OTLP__SCOPE_SPANS__INIT, *ssp = &ss;
+        ss.n_spans = 1, ss.spans = &spp;
+        Flare__Otlp__ResourceSpans rs = FLARE__OTLP__RESOURCE_SPANS__INIT, *rsp = &rs;
+        rs.n_scope_spans = 1, rs.scope_spans = &ssp;
+        Flare__Otlp__ExportTraceServiceRequest rq = FLARE__OTLP__EXPORT_TRACE_SERVICE_REQUEST__INIT;
+        rq.n_resource_spans = 1, rq.resource_spans = &rsp;
+        uint8_t pb[256];
+        size_t len = flare__otlp__export_trace_service_request__pack(&rq, pb);
+        assert_int_equal(post_n(port, "/v1/traces", "application/x-protobuf", (const char *)pb, len, out, sizeof out), 200);
+        assert_string_equal(out, ""); /* an empty ExportTraceServiceResponse */
+        assert_int_equal(fl_otlp_store_count(st, "0af7651916cd43dd8448eb211c80319e"), 1);
+    }
+    assert_int_equal(post(port, "/v1/traces", "application/x-protobuf", "\x0a\x02", out, sizeof out), 400);
+    assert_non_null(strstr(out, "protobuf"));
+    assert_int_equal(post(port, "/v1/traces", "application/grpc", "x", out, sizeof out), 415);
+    assert_non_null(strstr(out, "application/grpc"));
+    assert_non_null(strstr(out, "Collector"));
     /* bad JSON: 400 naming the problem; nothing stored */
     assert_int_equal(post(port, "/v1/traces", "application/json", "{\"resourceSpans\":[{\"scopeSpans\":"
                           "[{\"spans\":[{\"traceId\":\"xyz\"}]}]}]}", out, sizeof out), 400);
@@ -113,7 +188,7 @@ static void test_receiver(void **state) {
     fl_httpd_stop(h);
     fl_otlp_stats s;
     fl_otlp_store_stats(st, &s);
-    assert_int_equal(s.spans_in, 3);
+    assert_int_equal(s.spans_in, 4); /* 3 as JSON, 1 as protobuf */
     fl_otlp_store_free(st);
 }
 
@@ -314,6 +389,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_receiver),
         cmocka_unit_test(test_collect),
+        cmocka_unit_test(test_time_order),
         cmocka_unit_test(test_file),
         cmocka_unit_test(test_cli),
     };

@@ -50,6 +50,7 @@ typedef struct fl_http_req {
 typedef struct fl_http_resp {
     int status;                /* default 200 */
     char *body;                /* malloc'd JSON, taken over by the server; NULL: see above */
+    const char *content_type;  /* a static string; NULL: application/json */
 } fl_http_resp;
 
 typedef void (*fl_http_handler)(const fl_http_req *rq, fl_http_resp *rs, void *user);

@@ -32,6 +32,7 @@
 #define FLARE_AGENTS_OTLP_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "flare/agents/protocol.h"
 
@@ -78,6 +79,10 @@ typedef struct fl_otlp_span {
  * spans (possibly 0). */
 fl_status fl_otlp_parse(const char *json, size_t len, const char *source, fl_otlp_span **spans,
                         int *n, fl_err *e);
+/* The same for the protobuf encoding (OTLP/HTTP application/x-protobuf): a bad message is
+ * FL_ERR_FORMAT naming source; the spans go through fl_otlp_parse's checks. */
+fl_status fl_otlp_parse_protobuf(const uint8_t *buf, size_t len, const char *source,
+                                 fl_otlp_span **spans, int *n, fl_err *e);
 void fl_otlp_spans_free(fl_otlp_span *spans, int n);
 /* Free what one span owns (not the struct itself). */
 void fl_otlp_span_clear(fl_otlp_span *s);
@@ -156,9 +161,34 @@ typedef enum fl_otlp_role {
     FL_OTLP_CREATE_AGENT, FL_OTLP_HANDOFF
 } fl_otlp_role;
 fl_otlp_role fl_otlp_classify(const fl_otlp_span *s);
+/* The same, and the name of the convention whose table matched ("gen_ai", "openinference",
+ * "langgraph", "traceloop", "vercel-ai", "openai-agents", "gen_ai-name"), NULL when none did.
+ * The tables are in src/agents/otel/otlp_conv.c, documented in docs/agents-otel.md. */
+fl_otlp_role fl_otlp_classify_conv(const fl_otlp_span *s, const char **convention);
 const char *fl_otlp_role_name(fl_otlp_role r);
+/* The roles fl_otlp_map uses for one trace's spans: each span's table role, then what the
+ * trace's shape derives (a root agent over agents, a CHAIN under the case's span: workflow).
+ * roles has n entries. Returns FL_ERR_NOMEM only. */
+fl_status fl_otlp_roles(const fl_otlp_span *spans, int n, fl_otlp_role *roles, fl_err *e);
+/* What a span says, looked up through the conventions' tables. */
+typedef enum fl_otlp_field {
+    FL_OTLP_F_AGENT = 0, FL_OTLP_F_TOOL, FL_OTLP_F_ARGS, FL_OTLP_F_RESULT, FL_OTLP_F_INPUT,
+    FL_OTLP_F_OUTPUT, FL_OTLP_F_ARGS_MIME, FL_OTLP_F_PARENT_AGENT, FL_OTLP_F_COUNT
+} fl_otlp_field;
+/* The first non-empty value, or NULL. */
+const char *fl_otlp_field_get(const fl_otlp_span *s, fl_otlp_field f);
+/* The first value present, empty or not (an empty answer is an answer), or NULL. */
+const char *fl_otlp_field_raw(const fl_otlp_span *s, fl_otlp_field f);
 /* The agent / tool name a span names by the precedence rules, or NULL. */
 const char *fl_otlp_agent_name(const fl_otlp_span *s);
 const char *fl_otlp_tool_name(const fl_otlp_span *s);
+
+
+/* ---- flare agents spans ------------------------------------------------------------------- */
+/* Print to out, per trace in path (a .json file with one OTLP/JSON request, another file with
+ * one per line, or a folder of *.json / *.jsonl), the span tree with each span's role and
+ * matching convention, then the mapped events; with spec_path, events naming an undeclared
+ * agent, edge or tool are marked. Errors name the file (and line) and what is wrong. */
+fl_status fl_otlp_show(const char *path, const char *spec_path, FILE *out, fl_err *e);
 
 #endif

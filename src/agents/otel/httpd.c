@@ -60,7 +60,8 @@ void fl_httpd_opts_default(fl_httpd_opts *o) {
 /* ---- responses ------------------------------------------------------------------------------ */
 /* Queue status with body (malloc'd JSON, taken over; NULL: the default one). close: end the
  * connection after it (MHD reads "Connection: close" in the response and does so). */
-static enum MHD_Result respond(struct MHD_Connection *c, int status, char *body, int close) {
+static enum MHD_Result respond(struct MHD_Connection *c, int status, char *body, const char *ctype,
+                               int close) {
     if (!body) {
         char dflt[96];
         if (status >= 400) snprintf(dflt, sizeof dflt, "{\"error\":\"%s\"}", MHD_get_reason_phrase_for((unsigned)status));
@@ -73,7 +74,7 @@ static enum MHD_Result respond(struct MHD_Connection *c, int status, char *body,
         free(body);
         return MHD_NO;
     }
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype ? ctype : "application/json");
     if (close) MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
     MHD_destroy_response(r);
@@ -211,12 +212,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     (void)version;
     fl_httpd *h = cls;
     req *r = *con_cls;
-    if (!r) return respond(c, 500, NULL, 1); /* on_uri ran out of memory */
+    if (!r) return respond(c, 500, NULL, NULL, 1); /* on_uri ran out of memory */
     if (!r->started) {
         int s = check_head(h, r, c, url, method);
         if (s) {
             not_busy(r);
-            return respond(c, s, NULL, 1);
+            return respond(c, s, NULL, NULL, 1);
         }
         r->started = 1;
         return MHD_YES; /* MHD sends "100 Continue" now when the client asked for it */
@@ -234,14 +235,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     int s = r->over ? 413 : r->gzip ? gunzip(r, h->o.max_body) : 0;
     if (s) {
         not_busy(r);
-        return respond(c, s, NULL, 1);
+        return respond(c, s, NULL, NULL, 1);
     }
     r->body[r->blen] = 0;
     fl_http_req rq = {method, url, r->ctype, r->body, r->blen};
-    fl_http_resp rs = {200, NULL};
+    fl_http_resp rs = {200, NULL, NULL};
     h->fn(&rq, &rs, h->user);
     not_busy(r);
-    return respond(c, rs.status, rs.body, 0);
+    return respond(c, rs.status, rs.body, rs.content_type, 0);
 }
 
 /* ---- start and stop ------------------------------------------------------------------------------ */

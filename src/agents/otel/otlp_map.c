@@ -1,12 +1,9 @@
 /* Spans of one trace -> protocol events (the rules and their sources: docs/agents-otel.md).
  *
- * Agent frameworks describe the same run in three attribute vocabularies: the OpenTelemetry
- * GenAI semantic conventions (gen_ai.*), OpenInference (openinference.span.kind, input.value
- * …) and OpenLLMetry/Traceloop (traceloop.span.kind, traceloop.entity.*). Each span is given
- * one role by the first vocabulary that says something, then the span name; names, inputs and
- * outputs are looked up in a fixed order of attribute keys. Events are produced per span and
- * sorted by time (ties in span start order), so the result reads like the event lines a
- * system would have written itself.
+ * Each span's role and fields come from the convention tables (otlp_conv.c), then from the
+ * trace's shape (derive_roles); attribute values are read by otlp_value.c. Events are
+ * produced per span and sorted by time (ties in span start order), so the result reads like
+ * the event lines a system would have written itself.
  */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -14,6 +11,7 @@
 
 #include "flare/agents/otlp.h"
 #include "flare/agents/protocol.h"
+#include "agents/otel/otlp_int.h"
 
 /* ---- roles and names ----------------------------------------------------------------------- */
 static const char *const role_names[] = {"other", "workflow", "agent", "tool", "llm", "create_agent",
@@ -25,98 +23,17 @@ const char *fl_otlp_role_name(fl_otlp_role r) {
 
 static int starts(const char *s, const char *prefix) { return !strncmp(s, prefix, strlen(prefix)); }
 
-/* The span name's first word as a gen_ai.operation.name ("invoke_agent Planner"). */
-static fl_otlp_role op_role(const char *op, int whole_word_only) {
-    static const struct { const char *op; fl_otlp_role r; } t[] = {
-        {"invoke_workflow", FL_OTLP_WORKFLOW}, {"invoke_agent", FL_OTLP_AGENT},
-        {"execute_tool", FL_OTLP_TOOL},        {"create_agent", FL_OTLP_CREATE_AGENT},
-        {"chat", FL_OTLP_LLM},                 {"text_completion", FL_OTLP_LLM},
-        {"generate_content", FL_OTLP_LLM},     {"embeddings", FL_OTLP_LLM},
-        {"handoff", FL_OTLP_HANDOFF},
-    };
-    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
-        size_t n = strlen(t[i].op);
-        if (!strncmp(op, t[i].op, n) && (op[n] == 0 || (!whole_word_only && op[n] == ' ')))
-            return t[i].r;
-    }
-    return FL_OTLP_OTHER;
-}
+static const char *first_attr(const fl_otlp_span *s, fl_otlp_field f) { return fl_otlp_field_get(s, f); }
 
-fl_otlp_role fl_otlp_classify(const fl_otlp_span *s) {
-    const char *v;
-    fl_otlp_role r;
-    /* 1. OpenTelemetry GenAI semantic conventions */
-    if ((v = fl_otlp_attr_str(s, "gen_ai.operation.name")) && (r = op_role(v, 1))) return r;
-    /* explicit handoffs (OpenAI Agents SDK handoff spans carry from_agent/to_agent) */
-    if (fl_otlp_attr_get(s, "to_agent")) return FL_OTLP_HANDOFF;
-    /* 2. OpenInference */
-    if ((v = fl_otlp_attr_str(s, "openinference.span.kind"))) {
-        if (!strcmp(v, "AGENT")) return FL_OTLP_AGENT;
-        if (!strcmp(v, "TOOL")) return FL_OTLP_TOOL;
-        if (!strcmp(v, "LLM") || !strcmp(v, "EMBEDDING") || !strcmp(v, "RERANKER")) return FL_OTLP_LLM;
-        if (!strcmp(v, "CHAIN") && !s->parent_id[0]) return FL_OTLP_WORKFLOW;
-    }
-    /* 3. OpenLLMetry / Traceloop */
-    if ((v = fl_otlp_attr_str(s, "traceloop.span.kind"))) {
-        if (!strcmp(v, "workflow")) return FL_OTLP_WORKFLOW;
-        if (!strcmp(v, "agent")) return FL_OTLP_AGENT;
-        if (!strcmp(v, "tool")) return FL_OTLP_TOOL;
-    }
-    if (fl_otlp_attr_get(s, "llm.request.type")) return FL_OTLP_LLM; /* Traceloop LLM spans */
-    /* 4. the span name */
-    if ((r = op_role(s->name, 0))) return r;
-    /* a model call described only by its provider (gen_ai.system before semconv 1.37) */
-    if (fl_otlp_attr_get(s, "gen_ai.provider.name") || fl_otlp_attr_get(s, "gen_ai.system"))
-        return FL_OTLP_LLM;
-    return FL_OTLP_OTHER;
-}
+/* Tools that are handoffs by name: the OpenAI Agents SDK's transfer_to_<agent> (Python) and
+ * handoff_to_<agent> spellings */
+static const char *const handoff_prefixes[] = {"transfer_to_", "handoff_to_", NULL};
 
-static const char *first_attr(const fl_otlp_span *s, const char *const *keys) {
-    for (; *keys; keys++) {
-        const char *v = fl_otlp_attr_str(s, *keys);
-        if (v && v[0]) return v;
-    }
+static const char *handoff_target(const char *tool) {
+    for (const char *const *p = handoff_prefixes; *p; p++)
+        if (starts(tool, *p) && tool[strlen(*p)]) return tool + strlen(*p);
     return NULL;
 }
-
-/* The rest of the span name after "<op> " when the name starts with one of the ops. */
-static const char *name_suffix(const fl_otlp_span *s, const char *op) {
-    size_t n = strlen(op);
-    return !strncmp(s->name, op, n) && s->name[n] == ' ' && s->name[n + 1] ? s->name + n + 1 : NULL;
-}
-
-/* traceloop.entity.name of a span whose traceloop.span.kind is kind. */
-static const char *traceloop_name(const fl_otlp_span *s, const char *kind) {
-    const char *k = fl_otlp_attr_str(s, "traceloop.span.kind");
-    const char *v = k && !strcmp(k, kind) ? fl_otlp_attr_str(s, "traceloop.entity.name") : NULL;
-    return v && v[0] ? v : NULL;
-}
-
-const char *fl_otlp_agent_name(const fl_otlp_span *s) {
-    static const char *const keys[] = {"gen_ai.agent.name", "agent.name", "graph.node.id", NULL};
-    const char *v = first_attr(s, keys);
-    if (!v) v = traceloop_name(s, "agent");
-    if (!v) v = name_suffix(s, "invoke_agent");
-    if (!v) v = name_suffix(s, "create_agent");
-    return v;
-}
-
-const char *fl_otlp_tool_name(const fl_otlp_span *s) {
-    static const char *const keys[] = {"gen_ai.tool.name", "tool.name", "tool_name", NULL};
-    const char *v = first_attr(s, keys);
-    if (!v) v = traceloop_name(s, "tool");
-    if (!v) v = name_suffix(s, "execute_tool");
-    return v;
-}
-
-static const char *const input_keys[] = {"gen_ai.input.messages", "input.value",
-                                         "traceloop.entity.input", "gen_ai.prompt", NULL};
-static const char *const output_keys[] = {"gen_ai.output.messages", "output.value",
-                                          "traceloop.entity.output", "gen_ai.completion", NULL};
-static const char *const args_keys[] = {"gen_ai.tool.call.arguments", "input.value",
-                                        "traceloop.entity.input", NULL};
-static const char *const result_keys[] = {"gen_ai.tool.call.result", "output.value",
-                                          "traceloop.entity.output", NULL};
 
 /* ---- the events, collected with their times, then sorted ----------------------------------- */
 typedef struct mev {
@@ -166,58 +83,6 @@ static int mev_cmp(const void *a, const void *b) {
     return x->seq - y->seq;
 }
 
-/* Message text: gen_ai.*.messages are JSON arrays of {role, parts:[{type:"text",content}]}
- * (semconv 1.37); their text parts are joined. Anything else is used as it is. */
-static char *message_text(const char *v) {
-    cJSON *j = v ? cJSON_Parse(v) : NULL;
-    char *out = NULL;
-    if (cJSON_IsArray(j)) {
-        size_t cap = strlen(v) + 1, n = 0;
-        out = malloc(cap);
-        const cJSON *m, *p;
-        cJSON_ArrayForEach(m, j) {
-            const cJSON *parts = cJSON_GetObjectItemCaseSensitive(m, "parts");
-            cJSON_ArrayForEach(p, parts) {
-                const cJSON *c = cJSON_GetObjectItemCaseSensitive(p, "content");
-                const cJSON *ty = cJSON_GetObjectItemCaseSensitive(p, "type");
-                if (!out || !cJSON_IsString(c) || (cJSON_IsString(ty) && strcmp(ty->valuestring, "text")))
-                    continue;
-                size_t l = strlen(c->valuestring);
-                if (n + l + 2 > cap) continue; /* cannot happen: text is shorter than its JSON */
-                if (n) out[n++] = '\n';
-                memcpy(out + n, c->valuestring, l);
-                n += l;
-            }
-        }
-        if (out) out[n] = 0;
-        if (out && !n) free(out), out = NULL;
-    }
-    cJSON_Delete(j);
-    return out ? out : dupn(v ? v : "");
-}
-
-/* Tool arguments as compact JSON text: a JSON string attribute is parsed, anything else is
- * quoted as a JSON string. */
-static char *json_text(const char *v) {
-    cJSON *j = cJSON_Parse(v);
-    if (!j) j = cJSON_CreateString(v);
-    char *s = j ? cJSON_PrintUnformatted(j) : NULL;
-    cJSON_Delete(j);
-    char *out = s ? fl_utf8_dup(s, strlen(s)) : NULL;
-    free(s);
-    return out;
-}
-
-static int is_error(const fl_otlp_span *s) {
-    return s->status_code == 2 || fl_otlp_attr_get(s, "error.type");
-}
-
-static const char *error_text(const fl_otlp_span *s) {
-    if (s->status_msg) return s->status_msg;
-    const char *v = fl_otlp_attr_str(s, "error.type");
-    return v && v[0] ? v : "error";
-}
-
 /* ---- the mapping --------------------------------------------------------------------------- */
 typedef struct mctx {
     const fl_otlp_span *sp;
@@ -238,6 +103,29 @@ static int agent_above(const mctx *m, int i) {
     for (int k = 0, p = m->parent[i]; p >= 0 && k < m->n; p = m->parent[p], k++)
         if (m->role[p] == FL_OTLP_AGENT) return p;
     return -1;
+}
+
+/* The tool span that agent span j runs inside (a few levels up, no other agent between), -1:
+ * a sub-agent called as a tool (agent.asTool, a route_to_x tool that runs x). */
+static int tool_above(const mctx *m, int j) {
+    for (int k = 0, p = m->parent[j]; p >= 0 && k < 4; p = m->parent[p], k++) {
+        if (m->role[p] == FL_OTLP_TOOL) return p;
+        if (m->role[p] == FL_OTLP_AGENT) break;
+    }
+    return -1;
+}
+
+/* An agent span run inside tool span i, -1. */
+static int agent_below(const mctx *m, int i) {
+    for (int j = 0; j < m->n; j++)
+        if (m->role[j] == FL_OTLP_AGENT && tool_above(m, j) == i) return j;
+    return -1;
+}
+
+static int workflow_above(const mctx *m, int i) {
+    for (int k = 0, p = m->parent[i]; p >= 0 && k < m->n; p = m->parent[p], k++)
+        if (m->role[p] == FL_OTLP_WORKFLOW) return 1;
+    return 0;
 }
 
 /* The agent a tool/branch belongs to: its own agent attribute, else the enclosing agent. */
@@ -327,7 +215,7 @@ static void map_spans(const mctx *m, const int *order, evlist *L, int64_t *tin, 
             if (!from || !from[0]) from = context_agent(m, i);
             /* the SDK's handoff span after its transfer_to_<x> tool span: one edge, not two */
             if (pend_find(&pending, L, to) >= 0) break;
-            buf = message_text(first_attr(s, input_keys));
+            buf = otlp_message_text(first_attr(s, FL_OTLP_F_INPUT));
             if (!buf) L->oom = 1;
             add(L, s->start_ns, (fl_event){.kind = FL_EV_MESSAGE, .agent = (char *)from, .to = (char *)to,
                                            .content = buf});
@@ -338,37 +226,54 @@ static void map_spans(const mctx *m, const int *order, evlist *L, int64_t *tin, 
         case FL_OTLP_TOOL: {
             const char *agent = context_agent(m, i), *tool = fl_otlp_tool_name(s);
             if (!tool) tool = s->name;
-            const char *args = first_attr(s, args_keys), *res = first_attr(s, result_keys);
-            buf = args ? json_text(args) : NULL;
+            /* a sub-agent called as a tool (agent.asTool): an edge to it, not a tool call */
+            int sub = agent_below(m, i);
+            if (sub >= 0) {
+                add(L, s->start_ns, (fl_event){.kind = FL_EV_MESSAGE, .agent = (char *)agent,
+                                               .to = (char *)agent_of(m, sub), .content = (char *)""});
+                pend_add(&pending, agent_of(m, sub), L->n - 1);
+                break;
+            }
+            const char *to = handoff_target(tool);
+            if (to) { /* a handoff tool: an edge, not a tool */
+                add(L, s->start_ns, (fl_event){.kind = FL_EV_MESSAGE, .agent = (char *)agent,
+                                               .to = (char *)to, .content = (char *)""});
+                pend_add(&pending, to, L->n - 1);
+                break;
+            }
+            const char *args = first_attr(s, FL_OTLP_F_ARGS), *res = fl_otlp_field_raw(s, FL_OTLP_F_RESULT);
+            buf = args ? otlp_json_text(args, first_attr(s, FL_OTLP_F_ARGS_MIME)) : NULL;
             if (args && !buf) L->oom = 1;
             add(L, s->start_ns, (fl_event){.kind = FL_EV_TOOL_CALL, .agent = (char *)agent,
                                            .tool = (char *)tool, .arguments = buf});
             free(buf);
-            if (starts(tool, "transfer_to_") && tool[12]) {
-                add(L, s->start_ns, (fl_event){.kind = FL_EV_MESSAGE, .agent = (char *)agent,
-                                               .to = (char *)tool + 12, .content = (char *)""});
-                pend_add(&pending, tool + 12, L->n - 1);
-            }
-            int ok = !is_error(s);
+            int failed = otlp_is_error(s);
+            char *unwrapped = otlp_unwrap_result(res, &failed);
             add(L, s->end_ns, (fl_event){.kind = FL_EV_TOOL_RESULT, .agent = (char *)agent, .tool = (char *)tool,
-                                         .ok = ok, .content = (char *)(res ? res : ok ? "" : error_text(s))});
+                                         .ok = !failed,
+                                         .content = (char *)(unwrapped ? unwrapped : res && (res[0] || !failed) ? res
+                                                             : !failed ? "" : otlp_error_text(s))});
+            free(unwrapped);
             break;
         }
         case FL_OTLP_AGENT: {
             const char *name = agent_of(m, i);
             int up = agent_above(m, i);
-            const char *from = up >= 0 ? agent_of(m, up) : prev_top;
+            /* OpenInference's graph.node.parent_id names the calling agent outright */
+            const char *parent = first_attr(s, FL_OTLP_F_PARENT_AGENT);
+            const char *from = parent ? parent : up >= 0 ? agent_of(m, up) : prev_top;
             if (up < 0) prev_top = name;
-            if (!pend_take(&pending, L, name) && strcmp(from, name)) {
-                buf = message_text(first_attr(s, input_keys));
+            /* a sub-agent run by a tool: the tool span draws its edge */
+            if (!pend_take(&pending, L, name) && strcmp(from, name) && tool_above(m, i) < 0) {
+                buf = otlp_message_text(first_attr(s, FL_OTLP_F_INPUT));
                 if (!buf) L->oom = 1;
                 add(L, s->start_ns, (fl_event){.kind = FL_EV_MESSAGE, .agent = (char *)from,
                                                .to = (char *)name, .content = buf});
                 free(buf);
             }
-            if (is_error(s))
+            if (otlp_is_error(s))
                 add(L, s->end_ns, (fl_event){.kind = FL_EV_ERROR, .agent = (char *)name,
-                                             .content = (char *)error_text(s)});
+                                             .content = (char *)otlp_error_text(s)});
             break;
         }
         default: break;
@@ -393,25 +298,33 @@ static void map_spans(const mctx *m, const int *order, evlist *L, int64_t *tin, 
         int64_t ui = usage(s, 0), uo = usage(s, 1);
         if ((ui || uo) && !m->usage_below[i]) *tin += ui, *tout += uo;
     }
-    /* the final answer: the outermost workflow span's output, else the root span's, else the
-     * last top-level agent's */
-    int pick = -1;
-    for (int pass = 0; pass < 3 && pick < 0; pass++)
+    /* the final answer of each turn: every outermost workflow span's output, else every root
+     * span's (a multi-turn case runs the graph once per turn), else the last top-level
+     * agent's; an empty output is an empty answer */
+    int found = 0;
+    for (int pass = 0; pass < 3 && !found; pass++)
         for (int oi = 0; oi < m->n; oi++) {
             int i = pass == 2 ? order[m->n - 1 - oi] : order[oi];
-            int fits = pass == 0 ? m->role[i] == FL_OTLP_WORKFLOW
+            int fits = pass == 0 ? m->role[i] == FL_OTLP_WORKFLOW && !workflow_above(m, i)
                      : pass == 1 ? m->parent[i] < 0
                                  : m->role[i] == FL_OTLP_AGENT && agent_above(m, i) < 0;
-            if (fits && first_attr(&sp[i], output_keys)) { pick = i; break; }
+            const char *v = fits ? fl_otlp_field_raw(&sp[i], FL_OTLP_F_OUTPUT) : NULL;
+            if (!v) continue;
+            found++;
+            buf = otlp_state_answer(v);
+            if (!buf) buf = otlp_json_string(v);
+            if (!buf) buf = otlp_message_text(v);
+            if (!buf) L->oom = 1;
+            add(L, sp[i].end_ns, (fl_event){.kind = FL_EV_OUTPUT, .content = buf});
+            free(buf);
+            if (pass == 2) break;
         }
-    if (pick >= 0) {
-        buf = message_text(first_attr(&sp[pick], output_keys));
-        if (!buf) L->oom = 1;
-        uint64_t tmax = 0;
-        for (int i = 0; i < m->n; i++) tmax = sp[i].end_ns > tmax ? sp[i].end_ns : tmax;
-        add(L, tmax, (fl_event){.kind = FL_EV_OUTPUT, .content = buf});
-        free(buf);
-    }
+}
+
+static int is_openinference(const fl_otlp_span *s) {
+    const char *c;
+    fl_otlp_classify_conv(s, &c);
+    return c && !strcmp(c, "openinference");
 }
 
 /* qsort has no context argument in C11; mapping runs on one thread at a time per call site,
@@ -427,6 +340,52 @@ static int order_cmp(const void *a, const void *b) {
     return start_cmp(g_ids, *(const int *)a, *(const int *)b);
 }
 
+/* Each span's role: its table's (otlp_conv.c), then what the trace's shape says (docs §2);
+ * parent[i]: the index of i's parent span, -1 (byid, mark: n scratch entries each). */
+static void derive_roles(const fl_otlp_span *spans, int n, fl_otlp_role *role, int *parent, int *byid,
+                         char *mark) {
+    for (int i = 0; i < n; i++) role[i] = fl_otlp_classify(&spans[i]), parent[i] = -1, mark[i] = 0;
+    /* parents: span ids sorted once, then a binary search per span */
+    for (int i = 0; i < n; i++) byid[i] = i;
+    g_ids = spans;
+    qsort(byid, (size_t)n, sizeof *byid, id_cmp);
+    for (int i = 0; i < n; i++) {
+        if (!spans[i].parent_id[0]) continue;
+        int lo = 0, hi = n - 1;
+        while (lo <= hi) {
+            int mid = (lo + hi) / 2, c = strcmp(spans[byid[mid]].span_id, spans[i].parent_id);
+            if (!c) { parent[i] = byid[mid] != i ? byid[mid] : -1; break; }
+            if (c < 0) lo = mid + 1;
+            else hi = mid - 1;
+        }
+    }
+    /* a CHAIN span whose parent is outside the trace's spans (the case's own span, from the
+     * request's traceparent) is the graph's root: the workflow */
+    for (int i = 0; i < n; i++) {
+        const char *k = fl_otlp_attr_str(&spans[i], "openinference.span.kind");
+        if (role[i] == FL_OTLP_OTHER && parent[i] < 0 && k && !strcmp(k, "CHAIN")) role[i] = FL_OTLP_WORKFLOW;
+    }
+    /* a root agent span over other agents is the run's workflow (the OpenAI Agents SDK's
+     * trace root is an AGENT span named after the workflow), not an agent */
+    for (int i = 0; i < n; i++)
+        if (role[i] == FL_OTLP_AGENT && parent[i] >= 0 && parent[parent[i]] < 0 &&
+            role[parent[i]] == FL_OTLP_AGENT && is_openinference(&spans[parent[i]]))
+            mark[parent[i]] = 1;
+    for (int i = 0; i < n; i++)
+        if (mark[i]) role[i] = FL_OTLP_WORKFLOW, mark[i] = 0;
+}
+
+fl_status fl_otlp_roles(const fl_otlp_span *spans, int n, fl_otlp_role *roles, fl_err *e) {
+    if (n <= 0) return FL_OK;
+    int *parent = calloc((size_t)n, sizeof *parent), *byid = calloc((size_t)n, sizeof *byid);
+    char *mark = calloc((size_t)n, 1);
+    fl_status st = FL_OK;
+    if (!parent || !byid || !mark) st = fl_fail(e, FL_ERR_NOMEM, "OTLP: out of memory for %d spans", n);
+    else derive_roles(spans, n, roles, parent, byid, mark);
+    free(parent), free(byid), free(mark);
+    return st;
+}
+
 fl_status fl_otlp_map(const fl_otlp_span *spans, int n, fl_trace *out, fl_err *e) {
     if (n <= 0) return FL_OK;
     mctx m = {spans, n, calloc((size_t)n, sizeof *m.role), calloc((size_t)n, sizeof *m.parent),
@@ -437,25 +396,10 @@ fl_status fl_otlp_map(const fl_otlp_span *spans, int n, fl_trace *out, fl_err *e
     if (!m.role || !m.parent || !m.usage_below || !order || !byid) goto nomem;
     uint64_t t0 = UINT64_MAX;
     for (int i = 0; i < n; i++) {
-        m.role[i] = fl_otlp_classify(&spans[i]);
-        m.parent[i] = -1;
         order[i] = i;
         if (spans[i].start_ns < t0) t0 = spans[i].start_ns;
     }
-    /* parents: span ids sorted once, then a binary search per span */
-    for (int i = 0; i < n; i++) byid[i] = i;
-    g_ids = spans;
-    qsort(byid, (size_t)n, sizeof *byid, id_cmp);
-    for (int i = 0; i < n; i++) {
-        if (!spans[i].parent_id[0]) continue;
-        int lo = 0, hi = n - 1;
-        while (lo <= hi) {
-            int mid = (lo + hi) / 2, c = strcmp(spans[byid[mid]].span_id, spans[i].parent_id);
-            if (!c) { m.parent[i] = byid[mid] != i ? byid[mid] : -1; break; }
-            if (c < 0) lo = mid + 1;
-            else hi = mid - 1;
-        }
-    }
+    derive_roles(spans, n, m.role, m.parent, byid, m.usage_below);
     /* spans below which usage is reported (bounded walk: ids may form cycles) */
     for (int i = 0; i < n; i++) {
         if (!usage(&spans[i], 0) && !usage(&spans[i], 1)) continue;

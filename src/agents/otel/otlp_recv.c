@@ -86,12 +86,13 @@ static void handle(const fl_http_req *rq, fl_http_resp *rs, fl_otlp_store *store
     }
     const char *ct = rq->content_type;
     int json = !strcmp(ct, "application/json") || (!*ct && rq->body_len && rq->body[0] == '{');
-    if (!json) { /* gRPC UNIMPLEMENTED */
+    int pb = !strcmp(ct, "application/x-protobuf");
+    if (!json && !pb) { /* gRPC UNIMPLEMENTED */
         char msg[400];
-        snprintf(msg, sizeof msg, "%s bodies are not supported: flare's OTLP receiver reads the "
-                 "OTLP JSON encoding only; set the exporter to http/json "
-                 "(OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/json; in Node use "
-                 "@opentelemetry/exporter-trace-otlp-http, not -proto or -grpc)",
+        snprintf(msg, sizeof msg, "%s bodies are not supported: flare's OTLP receiver reads "
+                 "OTLP/HTTP with application/json or application/x-protobuf bodies "
+                 "(OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/json or http/protobuf); for "
+                 "grpc, run a Collector in between (docs/agents-otel.md)",
                  *ct ? ct : "untyped");
         rs->status = 415;
         rs->body = status_json(12, msg);
@@ -100,7 +101,9 @@ static void handle(const fl_http_req *rq, fl_http_resp *rs, fl_otlp_store *store
     fl_otlp_span *spans = NULL;
     int n = 0;
     fl_err e = {0};
-    if (fl_otlp_parse(rq->body, rq->body_len, "POST /v1/traces", &spans, &n, &e)) {
+    if (pb ? fl_otlp_parse_protobuf((const uint8_t *)rq->body, rq->body_len, "POST /v1/traces (protobuf)",
+                                    &spans, &n, &e)
+           : fl_otlp_parse(rq->body, rq->body_len, "POST /v1/traces", &spans, &n, &e)) {
         if (src) atomic_fetch_add(&src->bad, 1);
         rs->status = e.status == FL_ERR_NOMEM ? 500 : 400; /* gRPC INVALID_ARGUMENT */
         rs->body = status_json(e.status == FL_ERR_NOMEM ? 8 : 3, e.msg);
@@ -116,7 +119,9 @@ static void handle(const fl_http_req *rq, fl_http_resp *rs, fl_otlp_store *store
     }
     fl_otlp_store_add(store, spans, n);
     rs->status = 200;
-    rs->body = strdup("{}"); /* an ExportTraceServiceResponse without partialSuccess */
+    /* an ExportTraceServiceResponse without partialSuccess: "{}" in JSON, no bytes in protobuf */
+    rs->body = strdup(pb ? "" : "{}");
+    if (pb) rs->content_type = "application/x-protobuf";
 }
 
 static void handle_store(const fl_http_req *rq, fl_http_resp *rs, void *user) {
@@ -177,29 +182,44 @@ static void poll_file(fl_otlp_src *s) {
     pthread_mutex_unlock(&s->mu);
 }
 
-/* Move the events of m into t before its "done" (or at the end); the OUTPUT of m is dropped
- * when t has one already. */
-static fl_status merge(fl_trace *t, fl_trace *m, fl_err *e) {
+/* Merge the events of m into t by time, before its "done" (or at the end); the OUTPUT of m is
+ * dropped when t has one already. shift_ms moves m's times (counted from its first span) onto
+ * t's clock (counted from the request): events from stdout and from spans then interleave
+ * as they happened, so an answer printed on stdout comes after the failed tool call a span
+ * reported. Ties keep stdout's event first. */
+static fl_status merge(fl_trace *t, fl_trace *m, double shift_ms, fl_err *e) {
     int has_output = fl_trace_output(t) != NULL, add = 0;
     for (int i = 0; i < m->n_events; i++) add += !(has_output && m->events[i].kind == FL_EV_OUTPUT);
-    if (t->n_events + add > t->cap_events) {
-        int cap = t->n_events + add + 16;
-        fl_event *ne = realloc(t->events, (size_t)cap * sizeof *ne);
-        if (!ne) return fl_fail(e, FL_ERR_NOMEM, "out of memory");
-        t->events = ne, t->cap_events = cap;
-    }
     int at = t->n_events && t->events[t->n_events - 1].kind == FL_EV_DONE ? t->n_events - 1 : t->n_events;
-    memmove(t->events + at + add, t->events + at, (size_t)(t->n_events - at) * sizeof *t->events);
-    int k = at;
-    for (int i = 0; i < m->n_events; i++) {
-        if (has_output && m->events[i].kind == FL_EV_OUTPUT) continue; /* freed with m */
-        t->events[k++] = m->events[i];
-        memset(&m->events[i], 0, sizeof m->events[i]);
+    fl_event *ne = malloc((size_t)(t->n_events + add + 16) * sizeof *ne);
+    if (!ne) return fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    int k = 0, a = 0, b = 0;
+    while (a < at || b < m->n_events) {
+        if (b < m->n_events && has_output && m->events[b].kind == FL_EV_OUTPUT) { b++; continue; } /* freed with m */
+        double tb = b < m->n_events ? m->events[b].t_ms + shift_ms : 0;
+        if (b < m->n_events && tb < 0) tb = 0; /* clocks a little apart */
+        if (a < at && (b >= m->n_events || t->events[a].t_ms <= tb)) {
+            ne[k++] = t->events[a++];
+        } else {
+            ne[k] = m->events[b];
+            ne[k++].t_ms = tb;
+            memset(&m->events[b++], 0, sizeof *m->events);
+        }
     }
-    t->n_events += add;
+    for (int i = at; i < t->n_events; i++) ne[k++] = t->events[i];
+    free(t->events);
+    t->events = ne, t->cap_events = t->n_events + add + 16;
+    t->n_events = k;
     t->tokens_in += m->tokens_in;
     t->tokens_out += m->tokens_out;
     return FL_OK;
+}
+
+/* Unix time now, in milliseconds. */
+static double unix_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 fl_status fl_otlp_src_collect(fl_otlp_src *s, const fl_case *c, fl_trace *t, fl_err *e) {
@@ -210,6 +230,8 @@ fl_status fl_otlp_src_collect(fl_otlp_src *s, const fl_case *c, fl_trace *t, fl_
     /* spans already there when the case ended count as quiet for one polling step: a system
      * that flushed before "done" is collected at once */
     double t0 = fl_now(), changed = t0 - 0.002, deadline = t0 + s->grace_ms / 1000.0;
+    /* when the request was sent, on the spans' clock: the case just ended, t->ms after it */
+    double sent_ms = unix_ms() - t->ms;
     int last = -1;
     for (;;) {
         poll_file(s);
@@ -234,7 +256,9 @@ fl_status fl_otlp_src_collect(fl_otlp_src *s, const fl_case *c, fl_trace *t, fl_
     atomic_fetch_add(&s->merged, n);
     fl_trace *m = fl_trace_new();
     fl_status st = m ? fl_otlp_map(spans, n, m, e) : fl_fail(e, FL_ERR_NOMEM, "out of memory");
-    if (!st) st = merge(t, m, e);
+    uint64_t first = UINT64_MAX;
+    for (int i = 0; i < n; i++) first = spans[i].start_ns < first ? spans[i].start_ns : first;
+    if (!st) st = merge(t, m, (double)first / 1e6 - sent_ms, e);
     fl_trace_free(m);
     fl_otlp_spans_free(spans, n);
     return st;

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // llm_stub.js — a deterministic OpenAI-compatible chat-completions server on 127.0.0.1, shared
 // by the examples/otel-* systems and their tests (one copy for all four). The reply depends
-// only on the request: if the conversation already holds tool results after the last user
-// message, the model answers with text built from them; otherwise it calls the first offered
+// only on the request: if the conversation already holds results of the offered tools after
+// the last user message, the model answers with text built from them; otherwise it calls the first offered
 // tool whose name appears (as a word, '_' read as ' ') in the routing table below for the
 // user's instruction; with no such tool it answers in text. Same request, same reply.
 //   node llm_stub.js [--port N]   prints "PORT <n>" on stdout once listening.
@@ -42,9 +42,16 @@ function decide(req) {
   let lastUser = -1;
   for (let i = 0; i < msgs.length; i++) if (msgs[i].role === 'user') lastUser = i;
   const instruction = lastUser >= 0 ? textOf(msgs[lastUser].content) : '';
-  const results = msgs.slice(lastUser + 1).filter((m) => m.role === 'tool').map((m) => textOf(m.content));
-  if (results.length > 0) return { content: `Done: ${results.join(' | ')}` };
+  // Results of this agent's own tools only: after a handoff the receiving agent sees the
+  // handoff's tool result (a tool it is not offered) and must still do its own work.
   const tools = req.tools || [];
+  const offered = new Set(tools.map((t) => t.function && t.function.name));
+  const callName = new Map();
+  for (const m of msgs) for (const c of m.tool_calls || []) callName.set(c.id, c.function && c.function.name);
+  const results = msgs.slice(lastUser + 1)
+    .filter((m) => m.role === 'tool' && offered.has(callName.get(m.tool_call_id)))
+    .map((m) => textOf(m.content));
+  if (results.length > 0) return { content: `Done: ${results.join(' | ')}` };
   for (const [re, words] of ROUTES) {
     if (!re.test(instruction)) continue;
     const t = tools.find((x) => x.function && words.some((w) =>

@@ -37,6 +37,8 @@ function parentContext(api, req) {
 }
 
 // runCase(turns) -> Promise<string answer>; it runs inside the request's trace context.
+// provider: anything with forceFlush() and shutdown() (an SDK whose own setup owns the real
+// provider, like Traceloop's, passes its flush functions).
 async function serve({ api, provider }, runCase, { stdoutEvents } = {}) {
   const rl = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
   for await (const line of rl) {
@@ -64,4 +66,4 @@ async function serve({ api, provider }, runCase, { stdoutEvents } = {}) {
   await provider.shutdown().catch(() => {});
 }
 
-module.exports = { setup, serve };
+module.exports = { setup, serve, parentContext };

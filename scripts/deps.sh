@@ -23,23 +23,27 @@ for p in $pkgs; do
   [ "$st" = "installed" ] || missing="$missing $p"
 done
 # npm: Debian packages it apart from nodejs; NodeSource's nodejs bundles it. Only the command
-# matters (examples/agents-otel below).
+# matters (the examples' npm ci below).
 if [ "$set_name" = test ] && ! command -v npm >/dev/null; then missing="$missing npm"; fi
 
-# test: the OpenTelemetry packages of examples/agents-otel, the exact versions of its
-# package-lock.json; only when node_modules is missing or older than the lock file.
+# test: the npm packages of every examples/*/package-lock.json (agents-otel, the otel-*
+# framework examples), the exact versions of the lock file; only where node_modules is missing
+# or older than the lock file. A failure is not fatal here: the tests that need the packages
+# then skip, and fail under CI=true (TU_NEED).
 npm_ci() {
   [ "$set_name" = test ] || return 0
-  ex="$(cd "$(dirname "$0")/.." && pwd)/examples/agents-otel"
-  [ -f "$ex/package-lock.json" ] || return 0
-  if [ ! -d "$ex/node_modules" ] || [ "$ex/package-lock.json" -nt "$ex/node_modules" ]; then
-    echo "deps.sh: npm ci in examples/agents-otel" >&2
+  root="$(cd "$(dirname "$0")/.." && pwd)"
+  for lock in "$root"/examples/*/package-lock.json; do
+    [ -f "$lock" ] || continue
+    ex="$(dirname "$lock")" name="examples/$(basename "$(dirname "$lock")")"
+    [ -d "$ex/node_modules" ] && [ ! "$lock" -nt "$ex/node_modules" ] && continue
+    echo "deps.sh: npm ci in $name" >&2
     if npm ci --prefix "$ex" --no-audit --no-fund --loglevel=error >/dev/null; then
       touch "$ex/node_modules"
-    else  # offline: not fatal, tests/test_otel_example.c then skips its otel parts
-      echo "deps.sh: npm ci failed in examples/agents-otel; its OpenTelemetry tests will be skipped" >&2
+    else
+      echo "deps.sh: npm ci failed in $name; the tests that need its packages will be skipped (failed under CI=true)" >&2
     fi
-  fi
+  done
 }
 [ -z "$missing" ] && { npm_ci; exit 0; }
 

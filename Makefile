@@ -45,11 +45,13 @@ TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 EXAMPLE_SRC := $(wildcard examples/agents/*.c)
 EXAMPLE := $(BUILD)/examples/taskforce
 HTTP_EXAMPLE := $(BUILD)/examples/agents-http
+# examples/systems/: three more systems with planted defects (helpdesk, coder, pipeline)
+SYSTEMS := $(addprefix $(BUILD)/examples/,helpdesk coder pipeline)
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 .PHONY: all deps test test-fast test-san demo bench clean fuzz-smoke
-all: deps $(BUILD)/flare $(BUILD)/libflare.so $(EXAMPLE) $(HTTP_EXAMPLE)
+all: deps $(BUILD)/flare $(BUILD)/libflare.so $(EXAMPLE) $(HTTP_EXAMPLE) $(SYSTEMS)
 
 deps:
 	@scripts/deps.sh build
@@ -99,6 +101,12 @@ $(EXAMPLE): $(EXAMPLE_SRC) $(wildcard examples/agents/*.h)
 	@echo "  CC      $@"
 	$(Q)$(CC) -std=c11 $(CFLAGS_MODE) $(WARN) -o $@ $(EXAMPLE_SRC) $(LDFLAGS) -lcjson -lm
 
+# Each system of examples/systems/ is its own program, sharing sys.c's request loop.
+$(SYSTEMS): $(BUILD)/examples/%: examples/systems/%.c examples/systems/sys.c examples/systems/sys.h
+	@mkdir -p $(dir $@)
+	@echo "  CC      $@"
+	$(Q)$(CC) -std=c11 $(CFLAGS_MODE) $(WARN) -o $@ examples/systems/sys.c $< $(LDFLAGS) -lcjson
+
 # The same system behind HTTP (examples/agents-http/: wraps any JSON-lines target), for
 # --target URL.
 $(HTTP_EXAMPLE): examples/agents-http/server.c
@@ -127,7 +135,7 @@ test:
 	$(MAKE) --no-print-directory test-san
 	$(MAKE) --no-print-directory fuzz-smoke
 
-test-fast: $(BUILD)/flare $(EXAMPLE) $(HTTP_EXAMPLE) $(TEST_BIN)
+test-fast: $(BUILD)/flare $(EXAMPLE) $(HTTP_EXAMPLE) $(SYSTEMS) $(TEST_BIN)
 	@tests/run.sh $(BUILD)
 
 test-san:
@@ -141,7 +149,7 @@ demo: all
 
 bench:
 	@scripts/deps.sh bench
-	$(MAKE) --no-print-directory $(BUILD)/flare $(EXAMPLE) $(BENCH_BIN)
+	$(MAKE) --no-print-directory $(BUILD)/flare $(EXAMPLE) $(SYSTEMS) $(BENCH_BIN)
 	@bench/run.sh $(BUILD)
 
 clean:

@@ -10,6 +10,14 @@
  * bound, so the ratio is then a lower bound too) and shows in "reached".
  *
  * Usage: bench_agents_guidance TARGET SPEC SEEDS WORKDIR [n_seeds=5] [budget=20000] [timeout_ms=100]
+ *
+ * A second mode counts defects found within a fixed budget on one of the systems of
+ * examples/systems/ (each planted defect there is of its own oracle kind, so a defect is
+ * found when a finding of its kind is):
+ *   bench_agents_guidance defects NAME KINDS TARGET SPEC SEEDS WORKDIR [n_seeds=5]
+ *       [budget=3000] [timeout_ms=300]
+ * KINDS is a comma list of finding kinds (fl_finding_kind_parse). It prints
+ *   agents_defects_NAME_explore / _none  per-seed defects found, the median, of how many
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,10 +26,12 @@
 #include "flare/agents/campaign.h"
 #include "flare/agents/oracle.h"
 
-/* The six defects of examples/agents/taskforce.h, as the oracles name them. */
-static const fl_finding_kind planted[] = {FL_FIND_LOOP, FL_FIND_SPEC, FL_FIND_TOOL_ERROR,
-                                          FL_FIND_FORBIDDEN, FL_FIND_CRASH, FL_FIND_HANG};
-enum { N_PLANTED = sizeof planted / sizeof *planted, MAX_SEEDS = 64 };
+/* The six defects of examples/agents/taskforce.h, as the oracles name them (the defects
+ * mode replaces them with its KINDS). */
+static fl_finding_kind planted[FL_FIND_COUNT_] = {FL_FIND_LOOP, FL_FIND_SPEC, FL_FIND_TOOL_ERROR,
+                                                  FL_FIND_FORBIDDEN, FL_FIND_CRASH, FL_FIND_HANG};
+static int N_PLANTED = 6;
+enum { MAX_SEEDS = 64 };
 
 static int cmp_u64(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -38,7 +48,7 @@ static double median(const uint64_t *v, int n) {
 /* Executions to the goal for one schedule and seed (0 when not reached); the parts. */
 static uint64_t run_one(char *const *argv, const char *spec, const char *seeds, const char *dir,
                         fl_schedule sch, uint64_t seed, uint64_t budget, int timeout_ms,
-                        uint64_t *parts, double *secs) {
+                        int edges, uint64_t *parts, double *secs) {
     char out[4096];
     snprintf(out, sizeof out, "%s/%s_%llu", dir, fl_schedule_name(sch), (unsigned long long)seed);
     char cmd[4200];
@@ -57,7 +67,7 @@ static uint64_t run_one(char *const *argv, const char *spec, const char *seeds, 
     o.write_report = 0;
     o.stats_every = 10;
     for (int i = 0; i < N_PLANTED; i++) o.goal_kinds |= 1u << planted[i];
-    o.goal_edges = 1;
+    o.goal_edges = edges;
     o.stop_at_goal = 1;
     fl_campaign_result r;
     fl_err e = {0};
@@ -72,7 +82,53 @@ static uint64_t run_one(char *const *argv, const char *spec, const char *seeds, 
     return r.stats.execs_goal;
 }
 
+/* The defects mode: planted kinds found within the budget, per schedule, median over seeds. */
+static int defects(int argc, char **argv) {
+    if (argc < 8) {
+        fprintf(stderr, "usage: %s defects NAME KINDS TARGET SPEC SEEDS WORKDIR [n_seeds=5] "
+                        "[budget=3000] [timeout_ms=300]\n", argv[0]);
+        return 2;
+    }
+    N_PLANTED = 0;
+    char kinds[256];
+    snprintf(kinds, sizeof kinds, "%s", argv[3]);
+    for (char *w = strtok(kinds, ","); w; w = strtok(NULL, ",")) {
+        int k = fl_finding_kind_parse(w);
+        if (k < 0 || N_PLANTED == FL_FIND_COUNT_) {
+            fprintf(stderr, "bench_agents_guidance: unknown finding kind '%s'\n", w);
+            return 2;
+        }
+        planted[N_PLANTED++] = (fl_finding_kind)k;
+    }
+    int n = argc > 8 ? atoi(argv[8]) : 5;
+    uint64_t budget = argc > 9 ? strtoull(argv[9], NULL, 10) : 3000;
+    int timeout_ms = argc > 10 ? atoi(argv[10]) : 300;
+    if (n < 1 || n > MAX_SEEDS || budget < 1 || timeout_ms < 1) return 2;
+    char *targv[] = {argv[4], NULL};
+    static const fl_schedule sch[2] = {FL_SCHED_EXPLORE, FL_SCHED_NONE};
+    for (int s = 0; s < 2; s++) {
+        uint64_t found[MAX_SEEDS], parts[FL_FIND_COUNT_ + 1];
+        double secs = 0;
+        printf("{\"name\": \"agents_defects_%s_%s\", \"planted\": %d, \"seeds\": %d, "
+               "\"budget\": %llu, \"found\": [", argv[2], fl_schedule_name(sch[s]), N_PLANTED, n,
+               (unsigned long long)budget);
+        for (int k = 0; k < n; k++) {
+            double t;
+            run_one(targv, argv[5], argv[6], argv[7], sch[s], (uint64_t)k + 1, budget, timeout_ms,
+                    0, parts, &t);
+            secs += t;
+            found[k] = 0;
+            for (int i = 0; i < N_PLANTED; i++) found[k] += parts[i] != 0;
+            printf("%s%llu", k ? ", " : "", (unsigned long long)found[k]);
+        }
+        printf("], \"median_found\": %.1f, \"seconds\": %.1f}\n", median(found, n), secs);
+        fflush(stdout);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "defects")) return defects(argc, argv);
     if (argc < 5) {
         fprintf(stderr, "usage: %s TARGET SPEC SEEDS WORKDIR [n_seeds=5] [budget=20000] "
                         "[timeout_ms=100]\n", argv[0]);
@@ -86,13 +142,13 @@ int main(int argc, char **argv) {
     double med[2];
     static const fl_schedule sch[2] = {FL_SCHED_EXPLORE, FL_SCHED_NONE};
     for (int s = 0; s < 2; s++) {
-        uint64_t execs[MAX_SEEDS], parts[MAX_SEEDS][N_PLANTED + 1];
+        uint64_t execs[MAX_SEEDS], parts[MAX_SEEDS][FL_FIND_COUNT_ + 1];
         int reached = 0;
         double secs = 0;
         for (int k = 0; k < n; k++) {
             double t;
             execs[k] = run_one(targv, argv[2], argv[3], argv[4], sch[s], (uint64_t)k + 1, budget,
-                               timeout_ms, parts[k], &t);
+                               timeout_ms, 1, parts[k], &t);
             secs += t;
             reached += execs[k] != 0;
             if (!execs[k]) execs[k] = budget;

@@ -112,6 +112,17 @@ cc -std=c11 -O2 -Wall -Wextra -Werror -o "$build/examples/taskforce" examples/ag
 "$build/bench/bench_agents_guidance" "$build/examples/taskforce" examples/agents/spec.json \
   examples/agents/seeds "$build/bench/tmp/agents_guidance" 5 20000 100 | tee -a "$res"
 
+echo "== flare agents: planted defects found in 3000 executions, no LLM, examples/systems (median of 5 seeds, explore and none) =="
+for sys in "helpdesk forbidden_output,crash,tool_error,loop,hang,spec_violation,empty_output,no_output" \
+           "coder loop,spec_violation,output_length,crash,forbidden_output,no_output,tool_error,hang" \
+           "pipeline crash,tool_error,hang,loop,spec_violation,forbidden_output,output_length,empty_output"; do
+  set -- $sys
+  [ -x "$build/examples/$1" ] || make --no-print-directory "$build/examples/$1" >/dev/null
+  "$build/bench/bench_agents_guidance" defects "$1" "$2" "$build/examples/$1" \
+    "examples/systems/$1/spec.json" "examples/systems/$1/seeds" "$build/bench/tmp/agents_defects" \
+    5 "${BENCH_DEFECT_EXECS:-3000}" 300 | tee -a "$res"
+done
+
 have_torch=0; /usr/bin/python3 -c "import torch" 2>/dev/null && have_torch=1
 have_scipy=0; /usr/bin/python3 -c "import scipy" 2>/dev/null && have_scipy=1
 /usr/bin/python3 - "$res" "$have_torch" "$have_scipy" "${BENCH_QUICK:-0}" <<'PY'
@@ -240,6 +251,15 @@ if g:
 else:
     missing(what, "> 1x", why())
     missing("agents: --schedule explore median execs (seeds reaching goal)", "all", why())
+for sysname in ("helpdesk", "coder", "pipeline"):
+    for sch in ("explore", "none"):
+        d = r.get(f"agents_defects_{sysname}_{sch}")
+        what = f"agents: {sysname} defects found, 3000 execs, --schedule {sch} (median of 5)"
+        if d:
+            row(what, f"{d['median_found']:.0f}/{d['planted']}", f">= {d['planted'] - 1}",
+                d["median_found"] >= d["planted"] - 1)
+        else:
+            missing(what, ">= 7", why())
 for k in ("lsa", "dsa"):
     f, b = r.get("sa_" + k), r.get("sadl_" + k)
     what = f"{k.upper()} 10k vs 60k: sadl (extrapolated) / flare time"

@@ -24,11 +24,15 @@
 #define FLARE_AGENTS_MUTATE_H
 
 #include "flare/agents/protocol.h"
+#include "flare/agents/spec.h"
 
 typedef struct fl_mutate_opts {
     size_t max_len;      /* cap on the bytes of all turns together (default 8192) */
     int max_turns;       /* cap on the number of turns (default 8) */
     int havoc_stack_pow; /* havoc applies 2^i ops, i uniform in 0..k (default k = 3: 1..8) */
+    int mix_lang;        /* 0 (default): phrases and words keep to the language of the turn
+                          * they go into (only the mix_lang operator mixes); 1: every
+                          * operator picks the other language one time in four */
 } fl_mutate_opts;
 
 void fl_mutate_opts_default(fl_mutate_opts *o);
@@ -52,6 +56,10 @@ fl_status fl_mutator_add_lexicon_text(fl_mutator_ctx *m, const char *text, size_
 fl_status fl_mutator_load_dict(fl_mutator_ctx *m, const char *path, fl_err *e);
 fl_status fl_mutator_add_dict_text(fl_mutator_ctx *m, const char *text, size_t len,
                                    const char *name, fl_err *e);
+/* Add the words of the spec's agent names, tool names, decision points and choices
+ * ("book_flight" -> "book", "flight", "book flight") to the dictionary the insertion and
+ * replacement operators draw from; words already there are not added twice. */
+fl_status fl_mutator_add_spec_words(fl_mutator_ctx *m, const fl_spec *spec, fl_err *e);
 int fl_mutator_dict_size(const fl_mutator_ctx *m);
 const char *fl_mutator_dict_token(const fl_mutator_ctx *m, int i);
 /* Number of synonym groups (built-in plus loaded). */

@@ -102,6 +102,7 @@ static fl_status setup(camp *cp, const fl_campaign_opts *o, fl_err *e) {
         return fl_fail(e, FL_ERR_NOMEM, "%s: cannot resolve the path", o->spec_path);
     if ((st = fl_agcov_new(cp->spec, NULL, &cp->cov, e))) return st;
     if ((st = fl_mutator_new(NULL, &cp->mut, e))) return st;
+    if ((st = fl_mutator_add_spec_words(cp->mut, cp->spec, e))) return st; /* issue 15 §2 */
     if (o->dict_path && (st = fl_mutator_load_dict(cp->mut, o->dict_path, e))) return st;
     if (o->lexicon_path && (st = fl_mutator_load_lexicon(cp->mut, o->lexicon_path, e))) return st;
     fl_oracle_opts_default(&cp->oo);

@@ -130,3 +130,50 @@ void mt_dict_clear(mt_dict *d) {
     free(d->tok);
     memset(d, 0, sizeof *d);
 }
+
+/* ---- words of identifiers (the spec's automatic dictionary) ------------------------------- */
+static int dict_has(const mt_dict *d, const char *v, size_t n) {
+    for (int k = 0; k < d->n; k++)
+        if (strlen(d->tok[k]) == n && !memcmp(d->tok[k], v, n)) return 1;
+    return 0;
+}
+
+/* push v[0..n) unless present; 1 added, 0 present or too short, -1 out of memory */
+static int add_new(mt_dict *d, const char *v, size_t n) {
+    if (n < 2 || n >= TOKEN_MAX || dict_has(d, v, n) || !fl_utf8_valid(v, n)) return 0;
+    fl_err e;
+    return push(d, v, n, &e) == FL_OK ? 1 : -1;
+}
+
+static int is_sep(char c) { return c == '_' || c == '-' || c == '.' || c == '/' || c == ' '; }
+
+int mt_dict_add_ident(mt_dict *d, const char *ident) {
+    char w[TOKEN_MAX], whole[TOKEN_MAX];
+    size_t nw = 0, nwhole = 0;
+    int added = 0, words = 0;
+    size_t len = strlen(ident);
+    for (size_t i = 0; i <= len; i++) {
+        char c = ident[i];
+        /* a word ends at a separator, the end, or a lower-case letter or digit followed by an
+         * upper-case one (camelCase) */
+        int boundary = !c || is_sep(c) ||
+                       (i > 0 && c >= 'A' && c <= 'Z' && ((ident[i - 1] >= 'a' && ident[i - 1] <= 'z') ||
+                                                          (ident[i - 1] >= '0' && ident[i - 1] <= '9')));
+        if (boundary && nw) {
+            int r = add_new(d, w, nw);
+            if (r < 0) return -1;
+            added += r;
+            if (nwhole && nwhole + 1 < sizeof whole) whole[nwhole++] = ' ';
+            if (nwhole + nw < sizeof whole) memcpy(whole + nwhole, w, nw), nwhole += nw;
+            words++;
+            nw = 0;
+        }
+        if (c && !is_sep(c) && nw + 1 < sizeof w) w[nw++] = (char)mt_lower((unsigned char)c);
+    }
+    if (words > 1) {
+        int r = add_new(d, whole, nwhole);
+        if (r < 0) return -1;
+        added += r;
+    }
+    return added;
+}

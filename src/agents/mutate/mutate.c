@@ -1,7 +1,8 @@
 /* Module agents/mutate — turning one case into another: the operator table and havoc (this
  * file), text operators (mutate_text.c, mutate_phrase.c, mutate_json.c), case operators
  * (mutate_turns.c, over mutate_case.c), their phrases (mutate_data.c), UTF-8 handling
- * (mutate_utf8.c), synonym lexicons (lexicon*.c) and AFL dictionaries (dict.c). Depends on
+ * (mutate_utf8.c), synonym lexicons (lexicon*.c), risky values (lexicon_risk.c) and AFL
+ * dictionaries and the spec's words (dict.c). Depends on
  * protocol. API: include/flare/agents/mutate.h; docs/agents-mutators.md.
  *
  * The mutator context, the operator table, and the two ways to apply operators: one named
@@ -38,6 +39,7 @@ static const mt_op OPS[] = {
     {"num", 3, mt_op_num, NULL},               {"empty", 1, mt_op_empty, NULL},
     {"long", 1, mt_op_long, NULL},             {"unicode", 3, mt_op_unicode, NULL},
     {"inject", 2, mt_op_inject, NULL},         {"json_add", 3, mt_op_json_add, NULL},
+    {"risky", 3, mt_op_risky, NULL},           {"mix_lang", 1, mt_op_mix_lang, NULL},
     {"json_del", 3, mt_op_json_del, NULL},     {"json_retype", 3, mt_op_json_retype, NULL},
     {"json_break", 1, mt_op_json_break, NULL}, {"turn_add", 2, NULL, mt_op_turn_add},
     {"topic", 2, NULL, mt_op_topic},           {"turn_drop", 1, NULL, mt_op_turn_drop},
@@ -65,6 +67,7 @@ void fl_mutate_opts_default(fl_mutate_opts *o) {
     o->max_len = 8192;
     o->max_turns = 8;
     o->havoc_stack_pow = 3;
+    o->mix_lang = 0;
 }
 
 fl_status fl_mutator_new(const fl_mutate_opts *opts, fl_mutator_ctx **out, fl_err *e) {
@@ -248,4 +251,19 @@ fl_status fl_mutate(const fl_mutator_ctx *m, fl_rng *rng, const fl_case *in,
     fl_status st = fl_mutate_ex(m, rng, in, splice_with, op, out, &info);
     if (op_name) *op_name = info.op_name;
     return st;
+}
+
+fl_status fl_mutator_add_spec_words(fl_mutator_ctx *m, const fl_spec *spec, fl_err *e) {
+    int r = 0;
+    for (int a = 0; spec && a < spec->n_agents && r >= 0; a++) {
+        const fl_spec_agent *ag = &spec->agents[a];
+        r = mt_dict_add_ident(&m->dict, ag->name);
+        for (int t = 0; t < ag->n_tools && r >= 0; t++) r = mt_dict_add_ident(&m->dict, ag->tools[t]);
+        for (int p = 0; p < ag->n_points && r >= 0; p++) {
+            r = mt_dict_add_ident(&m->dict, ag->points[p].name);
+            for (int c = 0; c < ag->points[p].n_choices && r >= 0; c++)
+                r = mt_dict_add_ident(&m->dict, ag->points[p].choices[c]);
+        }
+    }
+    return r < 0 ? fl_fail(e, FL_ERR_NOMEM, "spec words: out of memory") : FL_OK;
 }

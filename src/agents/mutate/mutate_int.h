@@ -84,6 +84,11 @@ typedef struct mt_dict {
     int n, cap;
 } mt_dict;
 fl_status mt_dict_add_text(mt_dict *d, const char *text, size_t len, const char *name, fl_err *e);
+/* Add the words of an identifier ("book_flight", "convertCurrency", "read-file": split at
+ * '_', '-', '.', '/', spaces and lower-to-upper case changes, lower-cased, two bytes or
+ * more) that d does not hold yet; also the whole name with separators as spaces when it has
+ * several words. Returns the number added, -1 out of memory. */
+int mt_dict_add_ident(mt_dict *d, const char *ident);
 void mt_dict_clear(mt_dict *d);
 
 /* ---- the context and the operator table (mutate.c) --------------------------------------- */
@@ -122,9 +127,18 @@ static inline const char *mt_pick(fl_rng *r, const char *const *list, int n) {
 #define MT_PICK(r, arr) mt_pick((r), (arr), (int)(sizeof(arr) / sizeof(arr[0])))
 /* 1 when s contains a CJK code point (used to prefer phrases in the text's language). */
 int mt_has_cjk(const char *s, size_t n);
-/* Choose from en or zh, preferring the language of s (3:1). */
-const char *mt_pick_lang(fl_rng *r, const char *s, size_t n, const char *const *en, int n_en,
-                         const char *const *zh, int n_zh);
+/* Choose from en or zh in the language of s (CJK text: zh, else en). With mix = 1 (the
+ * mutator option mix_lang) the other language is chosen one time in four; with mix = 2
+ * always (the mix_lang operator). */
+const char *mt_pick_lang(fl_rng *r, int mix, const char *s, size_t n, const char *const *en,
+                         int n_en, const char *const *zh, int n_zh);
+/* 1 when s contains a Han ideograph (Chinese writing, not fullwidth forms or CJK spaces). */
+int mt_has_han(const char *s, size_t n);
+/* A member of a list that mixes languages (numbers, fill runs): one without Han characters
+ * when s has none, unless the mutator's mix_lang option is set (a few tries, then any). */
+struct mt_env;
+const char *mt_pick_kept(const struct mt_env *env, const char *s, size_t n,
+                         const char *const *list, int cnt);
 /* ---- phrase lists (mutate_data.c) -------------------------------------------------------- */
 #define MT_LIST(name) extern const char *const name[]; extern const int name##_n
 MT_LIST(mt_words_en); MT_LIST(mt_words_zh);
@@ -148,13 +162,17 @@ MT_LIST(mt_followup_en); MT_LIST(mt_followup_zh);
 MT_LIST(mt_topic_en); MT_LIST(mt_topic_zh);
 MT_LIST(mt_json_keys);
 MT_LIST(mt_neg_prefix_en); MT_LIST(mt_neg_prefix_zh);
+MT_LIST(mt_risky_any); MT_LIST(mt_risky_en); MT_LIST(mt_risky_zh); /* lexicon_risk.c */
 #undef MT_LIST
 #define MT_PICKL(r, name) mt_pick((r), (name), name##_n)
-#define MT_PICKL_LANG(r, s, n, en, zh) mt_pick_lang((r), (s), (n), en, en##_n, zh, zh##_n)
+#define MT_PICKL_LANG(env, s, n, en, zh) \
+    mt_pick_lang((env)->r, (env)->m->o.mix_lang, (s), (n), en, en##_n, zh, zh##_n)
 
 /* Operator implementations. */
 int mt_op_synonym(mt_env *, const char *, size_t, fl_sb *);
 int mt_op_insert(mt_env *, const char *, size_t, fl_sb *);
+int mt_op_mix_lang(mt_env *, const char *, size_t, fl_sb *);
+int mt_op_risky(mt_env *, const char *, size_t, fl_sb *);
 int mt_op_del_word(mt_env *, const char *, size_t, fl_sb *);
 int mt_op_del_span(mt_env *, const char *, size_t, fl_sb *);
 int mt_op_dup(mt_env *, const char *, size_t, fl_sb *);

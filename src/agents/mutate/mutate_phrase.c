@@ -98,12 +98,12 @@ int mt_op_negate(mt_env *env, const char *s, size_t n, fl_sb *o) {
         fl_sb_put(o, s + at + len, n - at - len);
         return 1;
     }
-    put_prefix(o, s, n, MT_PICKL_LANG(r, s, n, mt_neg_prefix_en, mt_neg_prefix_zh));
+    put_prefix(o, s, n, MT_PICKL_LANG(env, s, n, mt_neg_prefix_en, mt_neg_prefix_zh));
     return 1;
 }
 
 int mt_op_contradict(mt_env *env, const char *s, size_t n, fl_sb *o) {
-    const char *p = MT_PICKL_LANG(env->r, s, n, mt_contra_en, mt_contra_zh);
+    const char *p = MT_PICKL_LANG(env, s, n, mt_contra_en, mt_contra_zh);
     mt_insert_word(o, s, n, phrase_pos(env->r, s, n, o), p);
     return 1;
 }
@@ -135,7 +135,7 @@ int mt_op_ambiguity(mt_env *env, const char *s, size_t n, fl_sb *o) {
         free(w);
         if (cnt) {
             fl_sb_put(o, s, a);
-            fl_sb_puts(o, MT_PICKL_LANG(r, s, n, mt_vague_en, mt_vague_zh));
+            fl_sb_puts(o, MT_PICKL_LANG(env, s, n, mt_vague_en, mt_vague_zh));
             fl_sb_put(o, s + b, n - b);
             return 1;
         }
@@ -144,12 +144,12 @@ int mt_op_ambiguity(mt_env *env, const char *s, size_t n, fl_sb *o) {
     if (mode == 3) { /* hedge: "maybe", "sort of", "大概" before a word */
         size_t at = nw > 0 ? w[fl_rng_below(r, (uint32_t)nw)].at : 0;
         free(w);
-        mt_insert_word(o, s, n, at, MT_PICKL_LANG(r, s, n, mt_hedge_en, mt_hedge_zh));
+        mt_insert_word(o, s, n, at, MT_PICKL_LANG(env, s, n, mt_hedge_en, mt_hedge_zh));
         return 1;
     }
     free(w);
     fl_sb_put(o, s, n);
-    const char *p = MT_PICKL_LANG(r, s, n, mt_ambig_en, mt_ambig_zh);
+    const char *p = MT_PICKL_LANG(env, s, n, mt_ambig_en, mt_ambig_zh);
     mt_put_word(o, p, strlen(p));
     return 1;
 }
@@ -157,10 +157,10 @@ int mt_op_ambiguity(mt_env *env, const char *s, size_t n, fl_sb *o) {
 int mt_op_urgency(mt_env *env, const char *s, size_t n, fl_sb *o) {
     fl_rng *r = env->r;
     uint32_t where = fl_rng_below(r, 3); /* 0 prefix, 1 suffix, 2 both */
-    if (where != 1) put_prefix(o, s, n, MT_PICKL_LANG(r, s, n, mt_urgent_pre_en, mt_urgent_pre_zh));
+    if (where != 1) put_prefix(o, s, n, MT_PICKL_LANG(env, s, n, mt_urgent_pre_en, mt_urgent_pre_zh));
     else fl_sb_put(o, s, n);
     if (where != 0) {
-        const char *p = MT_PICKL_LANG(r, s, n, mt_urgent_suf_en, mt_urgent_suf_zh);
+        const char *p = MT_PICKL_LANG(env, s, n, mt_urgent_suf_en, mt_urgent_suf_zh);
         mt_put_word(o, p, strlen(p));
     }
     return 1;
@@ -170,9 +170,9 @@ int mt_op_persona(mt_env *env, const char *s, size_t n, fl_sb *o) {
     fl_rng *r = env->r;
     const char *p;
     switch (fl_rng_below(r, 3)) {
-    case 0: p = MT_PICKL_LANG(r, s, n, mt_impatient_en, mt_impatient_zh); break;
-    case 1: p = MT_PICKL_LANG(r, s, n, mt_novice_en, mt_novice_zh); break;
-    default: p = MT_PICKL_LANG(r, s, n, mt_attacker_en, mt_attacker_zh); break;
+    case 0: p = MT_PICKL_LANG(env, s, n, mt_impatient_en, mt_impatient_zh); break;
+    case 1: p = MT_PICKL_LANG(env, s, n, mt_novice_en, mt_novice_zh); break;
+    default: p = MT_PICKL_LANG(env, s, n, mt_attacker_en, mt_attacker_zh); break;
     }
     put_prefix(o, s, n, p);
     return 1;
@@ -180,7 +180,7 @@ int mt_op_persona(mt_env *env, const char *s, size_t n, fl_sb *o) {
 
 int mt_op_inject(mt_env *env, const char *s, size_t n, fl_sb *o) {
     fl_rng *r = env->r;
-    const char *snip = MT_PICKL_LANG(r, s, n, mt_inject_en, mt_inject_zh);
+    const char *snip = MT_PICKL_LANG(env, s, n, mt_inject_en, mt_inject_zh);
     size_t at = phrase_pos(r, s, n, o);
     fl_sb_put(o, s, at);
     if (fl_rng_below(r, 3) == 0) { /* in fake chat-template / system markup */

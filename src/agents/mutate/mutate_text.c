@@ -52,7 +52,7 @@ int mt_op_insert(mt_env *env, const char *s, size_t n, fl_sb *o) {
     fl_rng *r = env->r;
     const mt_dict *d = &env->m->dict;
     const char *tok = d->n && fl_rng_below(r, 4) ? d->tok[fl_rng_below(r, (uint32_t)d->n)]
-                                                 : MT_PICKL_LANG(r, s, n, mt_words_en, mt_words_zh);
+                                                 : MT_PICKL_LANG(env, s, n, mt_words_en, mt_words_zh);
     if (fl_rng_below(r, 4) == 0) { /* raw, at any character boundary, as AFL inserts tokens */
         size_t at = rand_boundary(r, s, n);
         fl_sb_put(o, s, at);
@@ -304,12 +304,12 @@ int mt_op_num(mt_env *env, const char *s, size_t n, fl_sb *o) {
         }
     }
     if (!cnt || fl_rng_below(r, 4) == 0) { /* no number (or sometimes anyway): add one */
-        mt_insert_word(o, s, n, word_boundary(r, s, n, o), MT_PICKL(r, mt_extreme_num));
+        mt_insert_word(o, s, n, word_boundary(r, s, n, o), mt_pick_kept(env, s, n, mt_extreme_num, mt_extreme_num_n));
         return 1;
     }
     fl_sb_put(o, s, a);
     switch (fl_rng_below(r, 3)) {
-    case 0: fl_sb_puts(o, MT_PICKL(r, mt_extreme_num)); break;
+    case 0: fl_sb_puts(o, mt_pick_kept(env, s, n, mt_extreme_num, mt_extreme_num_n)); break;
     case 1: { /* scale by a huge power of ten: zeros before the decimal point */
         const char *dot = memchr(s + a, '.', b - a);
         size_t ip = dot ? (size_t)(dot - s) : b;
@@ -364,7 +364,7 @@ int mt_op_long(mt_env *env, const char *s, size_t n, fl_sb *o) {
         free(w);
         return 1;
     }
-    if (!piece) piece = MT_PICK(r, RUNS), pl = strlen(piece);
+    if (!piece) piece = mt_pick_kept(env, s, n, RUNS, (int)(sizeof RUNS / sizeof *RUNS)), pl = strlen(piece);
     fl_sb_put(o, s, n);
     while (o->n + pl + 1 <= target && !o->oom) {
         mt_put_word(o, piece, pl);

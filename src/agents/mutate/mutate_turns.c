@@ -73,7 +73,7 @@ int mt_op_turn_add(mt_env *env) {
     const mt_dict *d = &env->m->dict;
     const char *t = d->n && fl_rng_below(r, 4) == 0
                         ? d->tok[fl_rng_below(r, (uint32_t)d->n)]
-                        : MT_PICKL_LANG(r, last, strlen(last), mt_followup_en, mt_followup_zh);
+                        : MT_PICKL_LANG(env, last, strlen(last), mt_followup_en, mt_followup_zh);
     return mt_case_insert_turn(c, c->n_turns, strdup(t)) ? -1 : 1;
 }
 
@@ -81,7 +81,7 @@ int mt_op_topic(mt_env *env) {
     fl_rng *r = env->r;
     fl_case *c = env->c;
     const char *first = c->n_turns ? c->turns[0] : "";
-    const char *t = MT_PICKL_LANG(r, first, strlen(first), mt_topic_en, mt_topic_zh);
+    const char *t = MT_PICKL_LANG(env, first, strlen(first), mt_topic_en, mt_topic_zh);
     if (c->n_turns >= 2 && (c->n_turns >= env->m->o.max_turns || fl_rng_below(r, 3) == 0)) {
         /* replace a later turn: the conversation swerves */
         int at = 1 + (int)fl_rng_below(r, (uint32_t)c->n_turns - 1);

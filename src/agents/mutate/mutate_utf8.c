@@ -124,11 +124,28 @@ int mt_has_cjk(const char *s, size_t n) {
     return 0;
 }
 
-const char *mt_pick_lang(fl_rng *r, const char *s, size_t n, const char *const *en, int n_en,
-                         const char *const *zh, int n_zh) {
+const char *mt_pick_lang(fl_rng *r, int mix, const char *s, size_t n, const char *const *en,
+                         int n_en, const char *const *zh, int n_zh) {
     int cjk = mt_has_cjk(s, n);
-    int want_zh = fl_rng_below(r, 4) == 0 ? !cjk : cjk;
+    int other = mix >= 2 || (mix == 1 && fl_rng_below(r, 4) == 0);
+    int want_zh = other ? !cjk : cjk;
     return want_zh ? mt_pick(r, zh, n_zh) : mt_pick(r, en, n_en);
+}
+
+int mt_has_han(const char *s, size_t n) {
+    for (size_t i = 0; i < n; i += mt_u8_unit(s, n, i)) {
+        uint32_t cp = mt_u8_decode(s, n, i);
+        if ((cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0x3400 && cp <= 0x4DBF)) return 1;
+    }
+    return 0;
+}
+
+const char *mt_pick_kept(const mt_env *env, const char *s, size_t n, const char *const *list,
+                         int cnt) {
+    const char *v = mt_pick(env->r, list, cnt);
+    if (env->m->o.mix_lang || mt_has_han(s, n)) return v;
+    for (int tries = 0; tries < 16 && mt_has_han(v, strlen(v)); tries++) v = mt_pick(env->r, list, cnt);
+    return v;
 }
 
 /* ---- segmentation --------------------------------------------------------------------------- */

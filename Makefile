@@ -50,7 +50,7 @@ SYSTEMS := $(addprefix $(BUILD)/examples/,helpdesk coder pipeline)
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all deps test test-fast test-san demo bench clean fuzz-smoke
+.PHONY: all deps test test-fast test-san demo bench clean fuzz-smoke check-frameworks
 all: deps $(BUILD)/flare $(BUILD)/libflare.so $(EXAMPLE) $(HTTP_EXAMPLE) $(SYSTEMS)
 
 deps:
@@ -143,6 +143,14 @@ test-san:
 
 fuzz-smoke:
 	@fuzz/smoke.sh
+
+# The framework examples' targets of issue 16 (every planted defect, every declared edge, no
+# false spec violation, through spans alone). Not part of `make test` while they are unmet
+# (docs/agents-otel.md, "Framework examples", says which); run it to measure them.
+check-frameworks: $(BUILD)/flare
+	@scripts/deps.sh test
+	$(MAKE) --no-print-directory $(BUILD)/tests/frameworks/check_otel_frameworks
+	FLARE_BIN=$(BUILD)/flare $(BUILD)/tests/frameworks/check_otel_frameworks
 
 demo: all
 	@scripts/demo.sh $(BUILD)/flare

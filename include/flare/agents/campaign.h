@@ -66,6 +66,11 @@ typedef struct fl_campaign_stats {
     uint64_t kind_first_exec[FL_CAMPAIGN_KINDS]; /* execs when the kind was first found (this
                                                     session; 0: not yet) */
     uint64_t crashes, hangs; /* raw counts of cases that crashed / timed out */
+    double case_seconds;     /* wall time of every case run, over every session */
+    double hang_seconds;     /* of which cases that timed out: hang_seconds / case_seconds is
+                                the share of the time lost waiting on timeouts */
+    int timeout_ms;          /* the per-case timeout in force (given, calibrated or resumed) */
+    char timeout_source[16]; /* "flag" (-T), "calibrated" (the seeds' dry run), "resumed" */
     double last_cov_time;    /* Unix time of the last entry kept (0: none this campaign) */
     double last_find_time;   /* Unix time of the last new finding (0: none) */
     char last_find[160];     /* "loop Master<->Checker" of the last finding */
@@ -80,6 +85,12 @@ typedef struct fl_campaign_stats {
     int done;                  /* 1 in the final on_status call */
 } fl_campaign_stats;
 
+/* Timeout calibration (AFL++'s): without -T the seeds run with the cap, and the timeout is
+ * MULT times the slowest seed that ended normally, rounded up to 100 ms, within [FLOOR, CAP]. */
+#define FL_CAMPAIGN_TIMEOUT_MULT 5
+#define FL_CAMPAIGN_TIMEOUT_FLOOR 100
+#define FL_CAMPAIGN_TIMEOUT_CAP 10000
+
 typedef void (*fl_campaign_status_fn)(const fl_campaign_stats *s, void *user);
 
 typedef struct fl_campaign_opts {
@@ -90,7 +101,8 @@ typedef struct fl_campaign_opts {
     double max_seconds;      /* 0: no limit (-V) */
     uint64_t max_execs;      /* 0: no limit (-E) */
     uint64_t seed;           /* -s: every random decision derives from it */
-    int timeout_ms;          /* per case (-t), default 10000 */
+    int timeout_ms;          /* per case (-T); 0 (the default): calibrated from the seeds' dry
+                                run (FL_CAMPAIGN_TIMEOUT_*), or the record when resuming */
     int jobs;                /* target instances in parallel (-j), default 1 */
     int fresh;               /* one target process per case */
     int mem_limit_mb;        /* RLIMIT_AS of the target; 0: none */

@@ -25,7 +25,7 @@
 
 void fl_campaign_opts_default(fl_campaign_opts *o) {
     memset(o, 0, sizeof *o);
-    o->timeout_ms = 10000;
+    o->timeout_ms = 0; /* calibrate */
     o->jobs = 1;
     o->schedule = FL_SCHED_EXPLORE;
     o->stats_every = 2;
@@ -174,7 +174,8 @@ void camp_process(camp *cp, fl_case *c, const fl_trace *t, const camp_origin *or
     fl_err e = {0};
     s->execs++;
     if (t->exit == FL_EXIT_CRASH) s->crashes++;
-    if (t->exit == FL_EXIT_HANG) s->hangs++;
+    if (t->exit == FL_EXIT_HANG) s->hangs++, s->hang_seconds += t->ms / 1000;
+    s->case_seconds += t->ms / 1000;
     uint64_t path = q_path_hash(t);
     q_hit(&cp->q, path);
     if (org->parent) org->parent->children++;

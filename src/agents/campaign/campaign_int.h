@@ -181,6 +181,9 @@ typedef struct camp {
     FILE *plot;
     struct camp_llm *llm;    /* generator and judge (campaign_llm.c), NULL: none */
     fl_otlp_src *otlp;       /* spans for cases (--otlp-listen / --otlp-file), NULL: none */
+    int timeout_ms;          /* in force: -T, the cap during a calibrating dry run, then the
+                                calibrated or resumed value (campaign_seeds.c) */
+    double dry_slowest_ms;   /* slowest seed of the dry run that ended with done */
     int stop;                /* 1: no new case starts */
     fl_status err;           /* the first failure of flare itself (output folder, memory) */
     fl_err errmsg;
@@ -224,6 +227,8 @@ void camp_otlp_stats(camp *cp);
 void camp_fail(camp *cp, const fl_err *e);
 /* Load the seeds of in_dir (or, resuming, the queue and the saved findings of out_dir) and
  * run each once. A worker's target and trace are passed in. */
+/* The calibrated timeout for a slowest normal seed of slowest_ms (FL_CAMPAIGN_TIMEOUT_*). */
+int camp_timeout_calibrate(double slowest_ms);
 fl_status camp_load_corpus(camp *cp, fl_target *t, fl_trace *tr, fl_rng *trace_rng, fl_err *e);
 /* The seeds of in_dir read and parsed, then dropped: an empty folder or a bad seed fails the
  * campaign before anything is created in -o. */

@@ -118,7 +118,12 @@ static fl_status setup(camp *cp, const fl_campaign_opts *o, fl_err *e) {
     cp->meta = (od_meta){.seed = o->seed, .schedule = fl_schedule_name(o->schedule),
                          .command_line = o->command_line ? o->command_line : cp->target_desc,
                          .target = cp->target_desc, .spec = o->spec_path, .jobs = o->jobs,
-                         .fresh = o->fresh, .timeout_ms = o->timeout_ms};
+                         .fresh = o->fresh};
+    /* without -T the dry run runs with the cap; camp_load_corpus calibrates or resumes */
+    cp->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : FL_CAMPAIGN_TIMEOUT_CAP;
+    cp->meta.timeout_ms = cp->st.timeout_ms = cp->timeout_ms;
+    snprintf(cp->st.timeout_source, sizeof cp->st.timeout_source, "%s",
+             o->timeout_ms > 0 ? "flag" : "calibrated");
     cp->st.n_kinds = FL_FIND_COUNT_;
     for (int i = 0; i < FL_FIND_COUNT_; i++)
         snprintf(cp->st.kind_name[i], sizeof cp->st.kind_name[i], "%s",
@@ -137,7 +142,7 @@ static fl_status start_worker(camp *cp, worker *w, int idx, fl_err *e) {
     fl_target_opts to;
     fl_target_opts_default(&to);
     to.fresh = o->fresh;
-    to.timeout_ms = o->timeout_ms;
+    to.timeout_ms = cp->timeout_ms;
     to.mem_limit_mb = o->mem_limit_mb;
     to.instance = idx;
     to.http = o->http; /* an HTTP target: one curl handle per worker */
@@ -168,6 +173,7 @@ fl_status fl_campaign_run(const fl_campaign_opts *o, fl_campaign_result *r, fl_e
     for (; !st && started < o->jobs; started++) st = start_worker(cp, &ws[started], started, e);
     if (!st) st = camp_load_corpus(cp, ws[0].t, ws[0].tr, &ws[0].trace_rng, e);
     int loaded = !st; /* else nothing is written: the folder stays free for a corrected rerun */
+    for (int i = 1; !st && i < o->jobs; i++) fl_target_set_timeout(ws[i].t, cp->timeout_ms);
     if (!st) {
         pthread_mutex_lock(&cp->mu);
         camp_periodic(cp, 1);

@@ -100,6 +100,9 @@ fl_status od_write_stats(const char *out_dir, const fl_campaign_stats *s, const 
     }
     KV("total_crashes", "%llu", (unsigned long long)s->crashes);
     KV("total_hangs", "%llu", (unsigned long long)s->hangs);
+    KV("case_time", "%.3f", s->case_seconds);
+    KV("hang_time", "%.3f", s->hang_seconds);
+    KV("hang_share", "%.2f%%", s->case_seconds > 0 ? 100 * s->hang_seconds / s->case_seconds : 0);
     KV("last_find", "%.0f", s->last_cov_time);
     KV("last_finding", "%.0f", s->last_find_time);
     KV("execs_last_finding", "%llu", (unsigned long long)s->execs_last_find);
@@ -117,6 +120,7 @@ fl_status od_write_stats(const char *out_dir, const fl_campaign_stats *s, const 
     KV("jobs", "%d", m->jobs);
     kv_str(&b, "target_mode", m->fresh ? "fresh" : "persistent");
     KV("timeout_ms", "%d", m->timeout_ms);
+    kv_str(&b, "timeout_source", s->timeout_source);
     kv_str(&b, "spec", m->spec ? m->spec : "");
     kv_str(&b, "target", m->target);
     kv_str(&b, "command_line", m->command_line);

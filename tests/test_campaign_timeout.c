@@ -1,0 +1,141 @@
+/* The campaign's timeout (docs/agents-campaign.md, "Timeouts"): calibration from the seeds'
+ * dry run without -T, the dry run's checks (every seed failing is refused, a failing seed is
+ * warned about), the time lost to timeouts in fuzzer_stats, and resume keeping the recorded
+ * timeout. Against tests/targets/campaign_tgt.c and /bin/sleep (a target that never answers). */
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#include "agents/campaign/campaign_int.h"
+#include "flare/agents/campaign.h"
+
+static char tmp[64], tgt[128], seeds[128], boom[128];
+
+static void write_file(const char *path, const char *text) {
+    fl_err e = {0};
+    if (fl_file_write_atomic(path, text, strlen(text), &e) != FL_OK) fail_msg("%s", e.msg);
+}
+
+static int setup(void **state) {
+    (void)state;
+    strcpy(tmp, "/tmp/flare_camptmo_XXXXXX");
+    if (!mkdtemp(tmp)) return -1;
+    snprintf(tgt, sizeof tgt, "%s/campaign_tgt", tmp);
+    if (tu_build_target("campaign_tgt", tgt) != 0) return -1;
+    char p[256];
+    snprintf(seeds, sizeof seeds, "%s/seeds", tmp);
+    snprintf(boom, sizeof boom, "%s/boom", tmp);
+    mkdir(seeds, 0755), mkdir(boom, 0755);
+    snprintf(p, sizeof p, "%s/a.txt", seeds), write_file(p, "what is math");
+    snprintf(p, sizeof p, "%s/b.txt", seeds), write_file(p, "please boom the bridge");
+    snprintf(p, sizeof p, "%s/a.txt", boom), write_file(p, "boom");
+    snprintf(p, sizeof p, "%s/b.txt", boom), write_file(p, "boom boom");
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void opts(fl_campaign_opts *o, const char *in, const char *out, char **argv) {
+    fl_campaign_opts_default(o);
+    o->in_dir = in, o->out_dir = out, o->argv = argv;
+    o->max_execs = 40, o->seed = 3, o->write_report = 0;
+}
+
+static char *stat_val(const char *out, const char *key) {
+    char p[256];
+    fl_err e = {0};
+    od_kv kv;
+    snprintf(p, sizeof p, "%s/fuzzer_stats", out);
+    if (od_kv_read(p, &kv, &e) != FL_OK) fail_msg("%s", e.msg);
+    const char *v = od_kv_get(&kv, key);
+    if (!v) fail_msg("fuzzer_stats has no key '%s'", key);
+    char *r = strdup(v);
+    od_kv_free(&kv);
+    return r;
+}
+
+static void test_calibrate_rule(void **state) {
+    (void)state;
+    assert_int_equal(camp_timeout_calibrate(0), FL_CAMPAIGN_TIMEOUT_FLOOR);
+    assert_int_equal(camp_timeout_calibrate(10), FL_CAMPAIGN_TIMEOUT_FLOOR);
+    assert_int_equal(camp_timeout_calibrate(401), 2100); /* 5 x 401 = 2005, up to 100 ms */
+    assert_int_equal(camp_timeout_calibrate(1e6), FL_CAMPAIGN_TIMEOUT_CAP);
+}
+
+/* No -T: the seeds answer in milliseconds, so the floor; recorded, and kept on resume. */
+static void test_calibrated_and_resumed(void **state) {
+    (void)state;
+    char out[160], *argv[] = {tgt, NULL};
+    snprintf(out, sizeof out, "%s/out_cal", tmp);
+    fl_campaign_opts o;
+    opts(&o, seeds, out, argv);
+    fl_campaign_result r;
+    fl_err e = {0};
+    if (fl_campaign_run(&o, &r, &e)) fail_msg("%s", e.msg);
+    assert_int_equal(r.stats.timeout_ms, FL_CAMPAIGN_TIMEOUT_FLOOR);
+    assert_string_equal(r.stats.timeout_source, "calibrated");
+    char *v = stat_val(out, "timeout_ms");
+    assert_int_equal(atoi(v), FL_CAMPAIGN_TIMEOUT_FLOOR);
+    free(v);
+    v = stat_val(out, "timeout_source"), assert_string_equal(v, "calibrated"), free(v);
+    v = stat_val(out, "hang_share"), assert_string_equal(v, "0.00%"), free(v);
+    v = stat_val(out, "case_time"), assert_true(strtod(v, NULL) > 0), free(v);
+
+    /* -T once, then resumed without it: the record holds */
+    snprintf(out, sizeof out, "%s/out_res", tmp);
+    opts(&o, seeds, out, argv);
+    o.timeout_ms = 2500;
+    if (fl_campaign_run(&o, &r, &e)) fail_msg("%s", e.msg);
+    assert_string_equal(r.stats.timeout_source, "flag");
+    opts(&o, "-", out, argv);
+    o.max_execs = 60;
+    if (fl_campaign_run(&o, &r, &e)) fail_msg("%s", e.msg);
+    assert_int_equal(r.stats.timeout_ms, 2500);
+    assert_string_equal(r.stats.timeout_source, "resumed");
+}
+
+/* Every seed crashes: refused, naming the seeds folder. */
+static void test_every_seed_crashes(void **state) {
+    (void)state;
+    char out[160], *argv[] = {tgt, NULL};
+    snprintf(out, sizeof out, "%s/out_boom", tmp);
+    fl_campaign_opts o;
+    opts(&o, boom, out, argv);
+    fl_err e = {0};
+    assert_int_not_equal(fl_campaign_run(&o, NULL, &e), FL_OK);
+    assert_non_null(strstr(e.msg, "every seed (2) crashed or timed out"));
+    assert_non_null(strstr(e.msg, boom));
+}
+
+/* A target that never answers: every seed hangs, refused; the time is counted as lost. */
+static void test_every_seed_hangs(void **state) {
+    (void)state;
+    char out[160], *argv[] = {"/bin/sleep", "100", NULL};
+    if (access("/bin/sleep", X_OK)) TU_SKIP("no /bin/sleep");
+    snprintf(out, sizeof out, "%s/out_hang", tmp);
+    fl_campaign_opts o;
+    opts(&o, seeds, out, argv);
+    o.timeout_ms = 200;
+    fl_err e = {0};
+    fl_campaign_result r;
+    assert_int_not_equal(fl_campaign_run(&o, &r, &e), FL_OK);
+    assert_non_null(strstr(e.msg, "every seed (2) crashed or timed out at 200 ms"));
+    assert_int_equal(r.stats.hangs, 2);
+    assert_true(r.stats.hang_seconds >= 0.3 && r.stats.hang_seconds <= r.stats.case_seconds);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_calibrate_rule),
+        cmocka_unit_test(test_calibrated_and_resumed),
+        cmocka_unit_test(test_every_seed_crashes),
+        cmocka_unit_test(test_every_seed_hangs),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

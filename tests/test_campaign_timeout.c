@@ -130,12 +130,48 @@ static void test_every_seed_hangs(void **state) {
     assert_true(r.stats.hang_seconds >= 0.3 && r.stats.hang_seconds <= r.stats.case_seconds);
 }
 
+/* Hang-prone entries lose energy: of two entries alike but for their children's timeouts, the
+ * one whose children all hung is picked far less often and gets less energy. */
+static void test_hang_prone_energy(void **state) {
+    (void)state;
+    for (int sched = FL_SCHED_EXPLORE; sched <= FL_SCHED_EXPLOIT; sched++) {
+        q_queue q;
+        fl_err e = {0};
+        assert_int_equal(q_init(&q, (fl_schedule)sched, &e), FL_OK);
+        /* nine entries alike; the first one's children all hung, the others' did not */
+        uint32_t f[9];
+        q_entry *x[9];
+        for (int k = 0; k < 9; k++) {
+            f[k] = (uint32_t)k + 1;
+            x[k] = q_add(&q, fl_case_new(1, (const char *[]){"a"}), -1, 1, 1, (uint64_t)k + 1,
+                         &f[k], 1);
+            assert_non_null(x[k]);
+            for (int i = 0; i < 40; i++) q_child(&q, x[k], k == 0);
+        }
+        q.n_seeds = 9;
+        fl_rng r;
+        fl_rng_seed(&r, 7);
+        long picks[2] = {0}, energy[2] = {0};
+        for (int i = 0; i < 4000; i++) {
+            int en;
+            q_entry *p = q_pick(&q, &r, &en);
+            picks[p != x[0]] += 1, energy[p != x[0]] += en;
+        }
+        print_message("schedule %d: hang-prone picked %ld (energy %ld), 8 others %ld (%ld)\n",
+                      sched, picks[0], energy[0], picks[1], energy[1]);
+        assert_true(picks[0] * 8 * 3 < picks[1]);   /* under a third of an average entry's */
+        assert_true(energy[0] * 8 * 3 < energy[1]);
+        q_free(&q);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_calibrate_rule),
         cmocka_unit_test(test_calibrated_and_resumed),
         cmocka_unit_test(test_every_seed_crashes),
         cmocka_unit_test(test_every_seed_hangs),
+        cmocka_unit_test(test_hang_prone_energy),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

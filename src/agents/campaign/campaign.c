@@ -178,7 +178,7 @@ void camp_process(camp *cp, fl_case *c, const fl_trace *t, const camp_origin *or
     s->case_seconds += t->ms / 1000;
     uint64_t path = q_path_hash(t);
     q_hit(&cp->q, path);
-    if (org->parent) org->parent->children++;
+    if (org->parent) q_child(&cp->q, org->parent, t->exit == FL_EXIT_CRASH || t->exit == FL_EXIT_HANG);
 
     int n_new = 0, r = fl_agcov_commit(cp->cov, t, &n_new);
     if (r < 0) {

@@ -117,15 +117,36 @@ void q_hit(q_queue *q, uint64_t path) {
     if (*h < UINT32_MAX) (*h)++;
 }
 
+void q_child(q_queue *q, q_entry *parent, int bad) {
+    parent->children++, q->children++;
+    if (bad) parent->bad++, q->bad++;
+}
+
+/* Hang-prone entries lose energy: once an entry has Q_BAD_MIN children, a crash/timeout rate
+ * above the campaign's average scales its score by average / rate (at least Q_BAD_FLOOR).
+ * Each timeout costs a whole timeout of wall time, and a crash a restart, while the finding
+ * they lead to was saved the first time (its signature); the +0.01 keeps a campaign whose
+ * average is 0 from punishing one unlucky child. */
+#define Q_BAD_MIN 8
+#define Q_BAD_FLOOR 0.05
+static double bad_factor(const q_queue *q, const q_entry *x) {
+    if (x->children < Q_BAD_MIN || !q->children) return 1;
+    double rate = (double)x->bad / (double)x->children;
+    double avg = (double)q->bad / (double)q->children;
+    if (rate <= avg) return 1;
+    double f = (avg + 0.01) / (rate + 0.01);
+    return f < Q_BAD_FLOOR ? Q_BAD_FLOOR : f > 1 ? 1 : f;
+}
+
 static double score(const q_queue *q, const q_entry *x) {
     switch (q->sched) {
     case FL_SCHED_EXPLORE: {
         double hits = q->path_hits[x->path & ((1u << Q_PATH_BITS) - 1)];
         double s = (1 + log2(1 + (double)x->n_new)) * (x->new_features ? 2 : 1) *
-                   (x->favored || !q->n_favored ? 1 : 0.05);
+                   (x->favored || !q->n_favored ? 1 : 0.05) * bad_factor(q, x);
         return s / sqrt(1 + (double)x->picks) / sqrt(hits > 1 ? hits : 1);
     }
-    case FL_SCHED_EXPLOIT: return 1 + (double)x->kept + 4 * (double)x->finds;
+    case FL_SCHED_EXPLOIT: return (1 + (double)x->kept + 4 * (double)x->finds) * bad_factor(q, x);
     case FL_SCHED_NONE: break;
     }
     return 1;

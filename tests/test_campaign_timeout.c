@@ -98,6 +98,16 @@ static void test_calibrated_and_resumed(void **state) {
     if (fl_campaign_run(&o, &r, &e)) fail_msg("%s", e.msg);
     assert_int_equal(r.stats.timeout_ms, 2500);
     assert_string_equal(r.stats.timeout_source, "resumed");
+
+    /* min and replay find the record from the campaign's folder or anything inside it */
+    char p[256];
+    assert_int_equal(fl_campaign_recorded_timeout(out), 2500);
+    snprintf(p, sizeof p, "%s/", out), assert_int_equal(fl_campaign_recorded_timeout(p), 2500);
+    snprintf(p, sizeof p, "%s/queue", out), assert_int_equal(fl_campaign_recorded_timeout(p), 2500);
+    snprintf(p, sizeof p, "%s/failures/crash/x.json", out);
+    assert_int_equal(fl_campaign_recorded_timeout(p), 2500);
+    assert_int_equal(fl_campaign_recorded_timeout(seeds), 0);
+    assert_int_equal(fl_campaign_recorded_timeout("no/such/x.json"), 0);
 }
 
 /* Every seed crashes: refused, naming the seeds folder. */

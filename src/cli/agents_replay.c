@@ -15,6 +15,7 @@ int cmd_agents_replay(const cli_opts *o) {
         .log = stdout, /* one verdict per case: results, which --quiet keeps */
     };
     cli_target_setup(o, &ro.target, &ho);
+    cli_recorded_timeout(o, o->cases, &ro.target);
     fl_replay_result r;
     if (fl_replay_run(o->cases, &ro, &r, &e)) return cli_fail(&e);
     if (r.n_cases == 0) cli_note("%s: no saved cases (*.json)\n", o->cases);

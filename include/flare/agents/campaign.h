@@ -177,6 +177,11 @@ typedef struct fl_target_setup {
                                 with a source, each case runs under a new trace id */
 } fl_target_setup;
 
+/* The timeout a campaign recorded (fuzzer_stats' timeout_ms) for path: a campaign's folder, or
+ * a file or folder inside one (out/, out/failures/crash/x.json, out/queue ...), looked for up to
+ * three folders up. 0 when there is none: the caller's default applies. */
+int fl_campaign_recorded_timeout(const char *path);
+
 /* ---- replay ------------------------------------------------------------------------------- */
 typedef struct fl_replay_opts {
     fl_target_setup target; /* how to run the target */

@@ -64,6 +64,32 @@ void od_file_name(const char *sig, char *buf, size_t n) {
     if (!buf[0]) snprintf(buf, n, "_");
 }
 
+int fl_campaign_recorded_timeout(const char *path) {
+    char dir[4096], p[4200];
+    if (!path || snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir) return 0;
+    for (int up = 0; up <= 3; up++) {
+        snprintf(p, sizeof p, "%s/fuzzer_stats", dir);
+        od_kv kv;
+        if (od_kv_read(p, &kv, NULL) == FL_OK) {
+            const char *v = od_kv_get(&kv, "timeout_ms");
+            int ms = v ? atoi(v) : 0;
+            od_kv_free(&kv);
+            return ms > 0 ? ms : 0;
+        }
+        char *slash = strrchr(dir, '/');
+        while (slash && slash > dir && slash[1] == 0) *slash = 0, slash = strrchr(dir, '/');
+        if (!slash) {
+            if (!strcmp(dir, ".")) return 0;
+            snprintf(dir, sizeof dir, ".");
+        } else if (slash == dir) {
+            dir[1] = 0;
+        } else {
+            *slash = 0;
+        }
+    }
+    return 0;
+}
+
 /* ---- fuzzer_stats -------------------------------------------------------------------------- */
 /* A value on one line: newlines would start a bogus key. */
 static void kv_str(fl_sb *b, const char *key, const char *v) {

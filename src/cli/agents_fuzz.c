@@ -25,7 +25,6 @@ static void on_signal(int sig) {
 typedef struct screen {
     int tty, lines; /* lines drawn last time (to move the cursor back over them) */
     const cli_opts *o;
-    uint64_t seed;
 } screen;
 
 static void cov_text(const fl_campaign_stats *s, char *buf, size_t n) {
@@ -90,7 +89,7 @@ static void on_status(const fl_campaign_stats *s, void *user) {
     if (sc->lines) fprintf(stderr, "\033[%dA", sc->lines); /* back to the top of the screen */
     int w = cli_term_width(stderr) - 1;
     fprintf(stderr, "\033[K\033[1mflare agents fuzz\033[0m  seed %llu  schedule %s  %lld target%s%s\n",
-            (unsigned long long)sc->seed, sc->o->schedule, (long long)sc->o->jobs,
+            (unsigned long long)s->seed, s->schedule, (long long)sc->o->jobs,
             sc->o->jobs == 1 ? "" : "s", s->done ? "  (finished)" : "  (Ctrl-C stops)");
     line(w, "     run time : %s", rt);
     line(w, "        execs : %llu  (%.1f/s)", (unsigned long long)s->execs, s->execs_per_sec);
@@ -190,8 +189,12 @@ int cmd_agents_fuzz(const cli_opts *o) {
     co.otlp_file = o->set[F_otlp_file] ? o->otlp_file : NULL;
     co.otlp_grace_ms = (int)o->otlp_grace;
     co.command_line = cmdline;
+    /* resuming (-i -), the record holds for what was not given (campaign_resume.c) */
+    co.given = (o->given[F_schedule] ? FL_CAMP_GIVEN_SCHEDULE : 0) |
+               (o->set[F_fuzz_seed] ? FL_CAMP_GIVEN_SEED : 0);
+    int resuming = !strcmp(o->fuzz_in, "-");
     if (fl_schedule_parse(o->schedule, &co.schedule, &e)) return cli_usage(o->cmd, "--schedule: %s", e.msg);
-    screen sc = {.tty = cli_isatty(stderr), .o = o, .seed = seed};
+    screen sc = {.tty = cli_isatty(stderr), .o = o};
     if (!o->quiet) {
         co.on_status = on_status;
         co.user = &sc;
@@ -199,8 +202,9 @@ int cmd_agents_fuzz(const cli_opts *o) {
     }
     co.stop = &stop_flag;
 
-    cli_note("seed %llu (repeat this campaign with -s %llu%s)\n", (unsigned long long)seed,
-             (unsigned long long)seed, co.jobs > 1 ? " -j 1; -j > 1 is not repeatable" : "");
+    if (!resuming || o->set[F_fuzz_seed])
+        cli_note("seed %llu (repeat this campaign with -s %llu%s)\n", (unsigned long long)seed,
+                 (unsigned long long)seed, co.jobs > 1 ? " -j 1; -j > 1 is not repeatable" : "");
     struct sigaction sa = {0}, old_int, old_term;
     sa.sa_handler = on_signal;
     sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C kills at once (findings are on disk) */

@@ -82,6 +82,8 @@ typedef struct fl_campaign_stats {
     int llm_on;                /* an LLM is configured (llm.h): */
     int64_t llm_calls, llm_tokens, llm_cache_hits;
     int llm_budget_exhausted;
+    uint64_t seed;             /* the campaign's seed (resumed: the recorded one) */
+    char schedule[16];         /* its power schedule's name (resumed: the recorded one) */
     int done;                  /* 1 in the final on_status call */
 } fl_campaign_stats;
 
@@ -90,6 +92,9 @@ typedef struct fl_campaign_stats {
 #define FL_CAMPAIGN_TIMEOUT_MULT 5
 #define FL_CAMPAIGN_TIMEOUT_FLOOR 100
 #define FL_CAMPAIGN_TIMEOUT_CAP 10000
+
+#define FL_CAMP_GIVEN_SCHEDULE 1u
+#define FL_CAMP_GIVEN_SEED 2u
 
 typedef void (*fl_campaign_status_fn)(const fl_campaign_stats *s, void *user);
 
@@ -101,6 +106,10 @@ typedef struct fl_campaign_opts {
     double max_seconds;      /* 0: no limit (-V) */
     uint64_t max_execs;      /* 0: no limit (-E) */
     uint64_t seed;           /* -s: every random decision derives from it */
+    unsigned given;          /* FL_CAMP_GIVEN_* bits: options set explicitly. Resuming (in_dir
+                                "-"), the record in fuzzer_stats replaces the others (and a
+                                NULL spec_path, dict_path, lexicon_path or a 0 timeout_ms); a
+                                given one that differs from it is warned about */
     int timeout_ms;          /* per case (-T); 0 (the default): calibrated from the seeds' dry
                                 run (FL_CAMPAIGN_TIMEOUT_*), or the record when resuming */
     int jobs;                /* target instances in parallel (-j), default 1 */
@@ -111,7 +120,7 @@ typedef struct fl_campaign_opts {
     int otlp_grace_ms;       /* wait for a case's spans after it ended (default 1000) */
     const char *dict_path;   /* AFL dictionary (-x), may be NULL */
     const char *lexicon_path;/* extra synonym groups (--lexicon, docs/agents-mutators.md), may be NULL */
-    const char *spec_path;   /* agent spec (--spec), may be NULL */
+    const char *spec_path;   /* agent spec (--spec), may be NULL; "none": none, even resuming */
     fl_schedule schedule;    /* -p */
     const char *command_line;/* recorded in fuzzer_stats */
     double stats_every;      /* seconds between fuzzer_stats / plot_data updates (default 2) */

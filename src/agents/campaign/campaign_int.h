@@ -36,7 +36,7 @@ void od_file_name(const char *sig, char *buf, size_t n);
 /* Static information written with the counters. */
 typedef struct od_meta {
     uint64_t seed;
-    const char *schedule, *command_line, *target, *spec;
+    const char *schedule, *command_line, *target, *spec, *dict, *lexicon;
     int jobs, fresh, timeout_ms;
 } od_meta;
 /* Rewrite out/fuzzer_stats atomically. */
@@ -164,9 +164,13 @@ int sig_set_add(sig_set *s, const char *kind, const char *sig); /* 1 new, 0 know
 void sig_set_free(sig_set *s);
 
 typedef struct camp {
-    const fl_campaign_opts *o;
+    const fl_campaign_opts *o; /* &eff */
+    fl_campaign_opts eff;    /* the caller's options, with a resumed campaign's record */
+    od_kv rec;               /* that record (fuzzer_stats; n 0: none); eff's strings point here */
+    uint64_t salt;           /* resumed: the recorded execs, mixed into the random streams */
     fl_spec *spec;
     char *spec_abs;          /* realpath of the spec, recorded in failure files */
+    char *dict_abs, *lexicon_abs; /* realpaths of -x and --lexicon, recorded in fuzzer_stats */
     fl_agcov *cov;
     fl_mutator_ctx *mut;
     fl_oracle_opts oo;
@@ -227,6 +231,8 @@ void camp_llm_judge(camp *cp, const fl_case *c, const fl_trace *t, int r, fl_fin
  * counters copied into cp->st before fuzzer_stats is written (under cp->mu). */
 fl_status camp_otlp_start(camp *cp, fl_err *e);
 void camp_otlp_stats(camp *cp);
+/* cp->eff from o and, resuming (`-i -`), the record in fuzzer_stats (campaign_resume.c). */
+fl_status camp_resume_opts(camp *cp, const fl_campaign_opts *o, fl_err *e);
 /* Record the first failure of flare itself and stop the campaign. */
 void camp_fail(camp *cp, const fl_err *e);
 /* Load the seeds of in_dir (or, resuming, the queue and the saved findings of out_dir) and

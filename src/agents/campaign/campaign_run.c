@@ -104,6 +104,11 @@ static fl_status setup(camp *cp, const fl_campaign_opts *o, fl_err *e) {
     if ((st = fl_mutator_new(NULL, &cp->mut, e))) return st;
     if (o->dict_path && (st = fl_mutator_load_dict(cp->mut, o->dict_path, e))) return st;
     if (o->lexicon_path && (st = fl_mutator_load_lexicon(cp->mut, o->lexicon_path, e))) return st;
+    /* recorded as absolute paths: a resumed campaign reuses them (campaign_resume.c) */
+    if ((o->dict_path && !(cp->dict_abs = realpath(o->dict_path, NULL))) ||
+        (o->lexicon_path && !(cp->lexicon_abs = realpath(o->lexicon_path, NULL))))
+        return fl_fail(e, FL_ERR_NOMEM, "%s: cannot resolve the path",
+                       cp->dict_abs || !o->dict_path ? o->lexicon_path : o->dict_path);
     fl_oracle_opts_default(&cp->oo);
     if ((st = q_init(&cp->q, o->schedule, e))) return st;
     struct stat sb; /* a wrong -i fails before anything is created in -o */
@@ -117,13 +122,16 @@ static fl_status setup(camp *cp, const fl_campaign_opts *o, fl_err *e) {
     if (o->http) snprintf(cp->target_desc, sizeof cp->target_desc, "%s", o->http->url);
     cp->meta = (od_meta){.seed = o->seed, .schedule = fl_schedule_name(o->schedule),
                          .command_line = o->command_line ? o->command_line : cp->target_desc,
-                         .target = cp->target_desc, .spec = o->spec_path, .jobs = o->jobs,
+                         .target = cp->target_desc, .spec = cp->spec_abs, .jobs = o->jobs,
+                         .dict = cp->dict_abs, .lexicon = cp->lexicon_abs,
                          .fresh = o->fresh};
     /* without -T the dry run runs with the cap; camp_load_corpus calibrates or resumes */
     cp->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : FL_CAMPAIGN_TIMEOUT_CAP;
     cp->meta.timeout_ms = cp->st.timeout_ms = cp->timeout_ms;
     snprintf(cp->st.timeout_source, sizeof cp->st.timeout_source, "%s",
              o->timeout_ms > 0 ? "flag" : "calibrated");
+    cp->st.seed = o->seed;
+    snprintf(cp->st.schedule, sizeof cp->st.schedule, "%s", fl_schedule_name(o->schedule));
     cp->st.n_kinds = FL_FIND_COUNT_;
     for (int i = 0; i < FL_FIND_COUNT_; i++)
         snprintf(cp->st.kind_name[i], sizeof cp->st.kind_name[i], "%s",
@@ -136,8 +144,11 @@ static fl_status start_worker(camp *cp, worker *w, int idx, fl_err *e) {
     const fl_campaign_opts *o = cp->o;
     w->cp = cp;
     w->idx = idx;
-    fl_rng_seed(&w->rng, o->seed + 0x9e3779b97f4a7c15ull * (uint64_t)idx);
-    fl_rng_seed(&w->trace_rng, ~o->seed - (uint64_t)idx);
+    /* a resumed session goes on from the recorded seed; its execs (salt) keep it from
+     * repeating the first session's decisions */
+    uint64_t seed = o->seed + 0xd1b54a32d192ed03ull * cp->salt;
+    fl_rng_seed(&w->rng, seed + 0x9e3779b97f4a7c15ull * (uint64_t)idx);
+    fl_rng_seed(&w->trace_rng, ~seed - (uint64_t)idx);
     if (!(w->tr = fl_trace_new())) return fl_fail(e, FL_ERR_NOMEM, "out of memory");
     fl_target_opts to;
     fl_target_opts_default(&to);
@@ -169,7 +180,8 @@ fl_status fl_campaign_run(const fl_campaign_opts *o, fl_campaign_result *r, fl_e
     cp->st.start_time = cp->wall0;
     cp->last_stats = cp->last_status = cp->t0; /* the first report comes after the corpus ran */
     int started = 0, threads = 0;
-    fl_status st = setup(cp, o, e);
+    fl_status st = camp_resume_opts(cp, o, e);
+    if (!st) st = setup(cp, cp->o, e);
     for (; !st && started < o->jobs; started++) st = start_worker(cp, &ws[started], started, e);
     if (!st) st = camp_load_corpus(cp, ws[0].t, ws[0].tr, &ws[0].trace_rng, e);
     int loaded = !st; /* else nothing is written: the folder stays free for a corrected rerun */
@@ -209,6 +221,8 @@ fl_status fl_campaign_run(const fl_campaign_opts *o, fl_campaign_result *r, fl_e
     fl_otlp_src_free(cp->otlp); /* after the targets: no case is collecting */
     fl_spec_free(cp->spec);
     free(cp->spec_abs);
+    od_kv_free(&cp->rec);
+    free(cp->dict_abs), free(cp->lexicon_abs);
     pthread_mutex_destroy(&cp->mu);
     free(cp);
     free(ws);

@@ -148,6 +148,8 @@ fl_status od_write_stats(const char *out_dir, const fl_campaign_stats *s, const 
     KV("timeout_ms", "%d", m->timeout_ms);
     kv_str(&b, "timeout_source", s->timeout_source);
     kv_str(&b, "spec", m->spec ? m->spec : "");
+    kv_str(&b, "dict", m->dict ? m->dict : "");
+    kv_str(&b, "lexicon", m->lexicon ? m->lexicon : "");
     kv_str(&b, "target", m->target);
     kv_str(&b, "command_line", m->command_line);
     kv_str(&b, "flare_version", FLARE_VERSION);

@@ -70,6 +70,8 @@ typedef struct fl_campaign_stats {
     double hang_seconds;     /* of which cases that timed out: hang_seconds / case_seconds is
                                 the share of the time lost waiting on timeouts */
     int timeout_ms;          /* the per-case timeout in force (given, calibrated or resumed) */
+    uint64_t hangs_known;    /* timeouts under the tight timeout with a known hang signature */
+    uint64_t hang_confirms;  /* ... with a new one, run again with the whole timeout */
     char timeout_source[16]; /* "flag" (-T), "calibrated" (the seeds' dry run), "resumed" */
     double last_cov_time;    /* Unix time of the last entry kept (0: none this campaign) */
     double last_find_time;   /* Unix time of the last new finding (0: none) */
@@ -84,6 +86,7 @@ typedef struct fl_campaign_stats {
     int llm_budget_exhausted;
     uint64_t seed;             /* the campaign's seed (resumed: the recorded one) */
     char schedule[16];         /* its power schedule's name (resumed: the recorded one) */
+    size_t max_len;            /* the --max-len in force (given, derived or resumed) */
     int done;                  /* 1 in the final on_status call */
 } fl_campaign_stats;
 
@@ -92,6 +95,11 @@ typedef struct fl_campaign_stats {
 #define FL_CAMPAIGN_TIMEOUT_MULT 5
 #define FL_CAMPAIGN_TIMEOUT_FLOOR 100
 #define FL_CAMPAIGN_TIMEOUT_CAP 10000
+
+/* The default --max-len, as libFuzzer derives -max_len from its corpus. */
+#define FL_CAMPAIGN_LEN_MULT 4
+#define FL_CAMPAIGN_LEN_FLOOR 256
+#define FL_CAMPAIGN_LEN_CAP 8192
 
 #define FL_CAMP_GIVEN_SCHEDULE 1u
 #define FL_CAMP_GIVEN_SEED 2u
@@ -113,6 +121,9 @@ typedef struct fl_campaign_opts {
     int timeout_ms;          /* per case (-T); 0 (the default): calibrated from the seeds' dry
                                 run (FL_CAMPAIGN_TIMEOUT_*), or the record when resuming */
     int jobs;                /* target instances in parallel (-j), default 1 */
+    size_t max_len;          /* --max-len: a case's bytes over all its turns, mutants cut to it;
+                                0: FL_CAMPAIGN_LEN_MULT x the longest seed within
+                                [FL_CAMPAIGN_LEN_FLOOR, FL_CAMPAIGN_LEN_CAP] (resumed: recorded) */
     int fresh;               /* one target process per case */
     int mem_limit_mb;        /* RLIMIT_AS of the target; 0: none */
     const char *otlp_listen; /* OTLP/HTTP receiver address (--otlp-listen), may be NULL */

@@ -79,6 +79,13 @@ int sig_set_add(sig_set *s, const char *kind, const char *sig) {
     return 1;
 }
 
+int sig_set_has(const sig_set *s, const char *kind, const char *sig) {
+    char key[256];
+    snprintf(key, sizeof key, "%s/%s", kind, sig);
+    int64_t at;
+    return s->n > 0 && fl_index_find(&s->ix, str_hash(key), same_sig, &(sig_key){s, key}, &at) >= 0;
+}
+
 void sig_set_free(sig_set *s) {
     for (int64_t i = 0; i < s->n; i++) free(s->v[i]);
     free(s->v);
@@ -176,9 +183,11 @@ void camp_process(camp *cp, fl_case *c, const fl_trace *t, const camp_origin *or
     if (t->exit == FL_EXIT_CRASH) s->crashes++;
     if (t->exit == FL_EXIT_HANG) s->hangs++, s->hang_seconds += t->ms / 1000;
     s->case_seconds += t->ms / 1000;
+    if (t->exit == FL_EXIT_DONE && t->ms > cp->slowest_ok_ms) cp->slowest_ok_ms = t->ms;
     uint64_t path = q_path_hash(t);
     q_hit(&cp->q, path);
-    if (org->parent) q_child(&cp->q, org->parent, t->exit == FL_EXIT_CRASH || t->exit == FL_EXIT_HANG);
+    if (org->parent) q_child(&cp->q, org->parent, t->exit == FL_EXIT_CRASH || t->exit == FL_EXIT_HANG,
+                                     t->ms);
 
     int n_new = 0, r = fl_agcov_commit(cp->cov, t, &n_new);
     if (r < 0) {

@@ -38,6 +38,7 @@ typedef struct od_meta {
     uint64_t seed;
     const char *schedule, *command_line, *target, *spec, *dict, *lexicon;
     int jobs, fresh, timeout_ms;
+    size_t max_len;
 } od_meta;
 /* Rewrite out/fuzzer_stats atomically. */
 fl_status od_write_stats(const char *out_dir, const fl_campaign_stats *s, const od_meta *m,
@@ -102,6 +103,7 @@ typedef struct q_entry {
     uint64_t kept;       /* children kept for coverage */
     uint64_t finds;      /* children that produced a new finding */
     uint64_t bad;        /* children that crashed or timed out (queue.c: hang-prone entries) */
+    double child_ms;     /* their wall time, all together */
     uint32_t *feat;      /* coverage-map entries its trace touched (owned) */
     int n_feat;
     size_t cost;         /* bytes of its turns: the smaller, the better a representative */
@@ -122,6 +124,7 @@ typedef struct q_queue {
     int dirty;           /* top changed since the last cull */
     int n_favored;
     uint64_t children, bad; /* over all entries: the campaign's average crash/hang rate */
+    double child_ms;        /* ... and time per child */
 } q_queue;
 
 fl_status q_init(q_queue *q, fl_schedule s, fl_err *e);
@@ -130,8 +133,8 @@ void q_free(q_queue *q);
  * it, or NULL when out of memory (c is then not taken). */
 q_entry *q_add(q_queue *q, fl_case *c, int src, int n_new, int new_features, uint64_t path,
                const uint32_t *feat, int n_feat);
-/* Count a child of parent that crashed or timed out (bad) or not. */
-void q_child(q_queue *q, q_entry *parent, int bad);
+/* Count a child of parent that crashed or timed out (bad) or not, and ran ms. */
+void q_child(q_queue *q, q_entry *parent, int bad, double ms);
 /* Count one execution along `path`. */
 void q_hit(q_queue *q, uint64_t path);
 /* Choose the next entry to fuzz and how many children to make of it (its energy). */
@@ -161,6 +164,7 @@ typedef struct sig_set {
     fl_index ix;     /* hash of v[i] -> i */
 } sig_set;
 int sig_set_add(sig_set *s, const char *kind, const char *sig); /* 1 new, 0 known, -1 oom */
+int sig_set_has(const sig_set *s, const char *kind, const char *sig);
 void sig_set_free(sig_set *s);
 
 typedef struct camp {
@@ -192,6 +196,7 @@ typedef struct camp {
     int timeout_ms;          /* in force: -T, the cap during a calibrating dry run, then the
                                 calibrated or resumed value (campaign_seeds.c) */
     double dry_slowest_ms;   /* slowest seed of the dry run that ended with done */
+    double slowest_ok_ms;    /* slowest case of the campaign that ended with done */
     int stop;                /* 1: no new case starts */
     fl_status err;           /* the first failure of flare itself (output folder, memory) */
     fl_err errmsg;
@@ -242,6 +247,8 @@ int camp_timeout_calibrate(double slowest_ms);
 fl_status camp_load_corpus(camp *cp, fl_target *t, fl_trace *tr, fl_rng *trace_rng, fl_err *e);
 /* The seeds of in_dir read and parsed, then dropped: an empty folder or a bad seed fails the
  * campaign before anything is created in -o. */
-fl_status camp_seeds_check(const char *in_dir, fl_err *e);
+fl_status camp_seeds_check(const char *in_dir, size_t *longest, fl_err *e); /* bytes, all turns */
+/* The default --max-len for a longest seed of `longest` bytes (FL_CAMPAIGN_LEN_*). */
+size_t camp_max_len_default(size_t longest);
 
 #endif

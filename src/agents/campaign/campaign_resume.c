@@ -1,5 +1,6 @@
 /* Resume is resume (`-i -`): the settings a campaign recorded in fuzzer_stats (spec, schedule,
- * seed, dictionary, lexicon; the timeout is taken in campaign_seeds.c) are the resumed
+ * seed, dictionary, lexicon, max_len; the timeout is taken in campaign_seeds.c, max_len in
+ * campaign_run.c) are the resumed
  * session's, unless an option says otherwise, and an option that differs from the record is a
  * warning naming both values. `--spec none` turns the spec off, resuming or not. */
 #include <stdlib.h>
@@ -87,6 +88,9 @@ fl_status camp_resume_opts(camp *cp, const fl_campaign_opts *o, fl_err *e) {
     if ((v = od_kv_get(&cp->rec, "timeout_ms")) && x->timeout_ms > 0 && atoi(v) > 0 &&
         atoi(v) != x->timeout_ms)
         fl_log(1, "warning: resume: -T %d differs from the recorded %s\n", x->timeout_ms, v);
+    if ((v = od_kv_get(&cp->rec, "max_len")) && x->max_len > 0 && atol(v) > 0 &&
+        (size_t)atol(v) != x->max_len)
+        fl_log(1, "warning: resume: --max-len %zu differs from the recorded %s\n", x->max_len, v);
     fl_log(1, "resume: seed %llu, schedule %s, spec %s, timeout %s\n",
            (unsigned long long)x->seed, fl_schedule_name(x->schedule),
            x->spec_path ? x->spec_path : "none",

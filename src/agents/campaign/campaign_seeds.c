@@ -64,12 +64,23 @@ static void free_seeds(camp_paths *l, fl_case **cs) {
     camp_paths_free(l);
 }
 
-fl_status camp_seeds_check(const char *in_dir, fl_err *e) {
+fl_status camp_seeds_check(const char *in_dir, size_t *longest, fl_err *e) {
     camp_paths l = {0};
     fl_case **cs = NULL;
     fl_status st = read_seeds(in_dir, &l, &cs, e);
+    *longest = 0;
+    for (int i = 0; !st && i < l.n; i++) {
+        size_t n = 0;
+        for (int k = 0; k < cs[i]->n_turns; k++) n += strlen(cs[i]->turns[k]);
+        if (n > *longest) *longest = n;
+    }
     free_seeds(&l, cs);
     return st;
+}
+
+size_t camp_max_len_default(size_t longest) {
+    size_t n = FL_CAMPAIGN_LEN_MULT * longest;
+    return n < FL_CAMPAIGN_LEN_FLOOR ? FL_CAMPAIGN_LEN_FLOOR : n > FL_CAMPAIGN_LEN_CAP ? FL_CAMPAIGN_LEN_CAP : n;
 }
 
 /* The dry run's checks on one seed (AFL's "test case results in a crash/timeout"): a seed that

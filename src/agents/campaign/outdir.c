@@ -128,6 +128,8 @@ fl_status od_write_stats(const char *out_dir, const fl_campaign_stats *s, const 
     KV("total_hangs", "%llu", (unsigned long long)s->hangs);
     KV("case_time", "%.3f", s->case_seconds);
     KV("hang_time", "%.3f", s->hang_seconds);
+    KV("hangs_known", "%llu", (unsigned long long)s->hangs_known);
+    KV("hang_confirms", "%llu", (unsigned long long)s->hang_confirms);
     KV("hang_share", "%.2f%%", s->case_seconds > 0 ? 100 * s->hang_seconds / s->case_seconds : 0);
     KV("last_find", "%.0f", s->last_cov_time);
     KV("last_finding", "%.0f", s->last_find_time);
@@ -147,6 +149,7 @@ fl_status od_write_stats(const char *out_dir, const fl_campaign_stats *s, const 
     kv_str(&b, "target_mode", m->fresh ? "fresh" : "persistent");
     KV("timeout_ms", "%d", m->timeout_ms);
     kv_str(&b, "timeout_source", s->timeout_source);
+    KV("max_len", "%zu", m->max_len);
     kv_str(&b, "spec", m->spec ? m->spec : "");
     kv_str(&b, "dict", m->dict ? m->dict : "");
     kv_str(&b, "lexicon", m->lexicon ? m->lexicon : "");

@@ -117,24 +117,30 @@ void q_hit(q_queue *q, uint64_t path) {
     if (*h < UINT32_MAX) (*h)++;
 }
 
-void q_child(q_queue *q, q_entry *parent, int bad) {
+void q_child(q_queue *q, q_entry *parent, int bad, double ms) {
     parent->children++, q->children++;
+    parent->child_ms += ms, q->child_ms += ms;
     if (bad) parent->bad++, q->bad++;
 }
 
-/* Hang-prone entries lose energy: once an entry has Q_BAD_MIN children, a crash/timeout rate
- * above the campaign's average scales its score by average / rate (at least Q_BAD_FLOOR).
- * Each timeout costs a whole timeout of wall time, and a crash a restart, while the finding
- * they lead to was saved the first time (its signature); the +0.01 keeps a campaign whose
- * average is 0 from punishing one unlucky child. */
+/* Hang-prone entries lose energy. Once an entry has Q_BAD_MIN children, its score is scaled
+ * by the smaller of two ratios (at least Q_BAD_FLOOR, at most 1):
+ *   - the campaign's crash/timeout rate over the entry's (+0.01 each: an average of 0 does
+ *     not punish one unlucky child);
+ *   - the campaign's mean time per child over the entry's (AFL's perf_score does the same with
+ *     execution time): each timeout costs a whole timeout of wall time, so an entry whose
+ *     mutants hang is costly even when hangs are common in the campaign.
+ * The finding such children lead to was saved the first time (its signature); the time
+ * share this saves is in docs/agents-campaign.md ("Timeouts"). */
 #define Q_BAD_MIN 8
 #define Q_BAD_FLOOR 0.05
 static double bad_factor(const q_queue *q, const q_entry *x) {
     if (x->children < Q_BAD_MIN || !q->children) return 1;
     double rate = (double)x->bad / (double)x->children;
     double avg = (double)q->bad / (double)q->children;
-    if (rate <= avg) return 1;
-    double f = (avg + 0.01) / (rate + 0.01);
+    double f = rate > avg ? (avg + 0.01) / (rate + 0.01) : 1;
+    double ms = x->child_ms / (double)x->children, avg_ms = q->child_ms / (double)q->children;
+    if (ms > avg_ms && ms > 0) f = fmin(f, avg_ms / ms);
     return f < Q_BAD_FLOOR ? Q_BAD_FLOOR : f > 1 ? 1 : f;
 }
 

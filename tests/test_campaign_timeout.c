@@ -185,6 +185,21 @@ static void test_hang_prone_energy(void **state) {
     }
 }
 
+/* -i equal to -o, or inside it: refused before anything runs. */
+static void test_in_inside_out(void **state) {
+    (void)state;
+    char *argv[] = {tgt, NULL}, in[200];
+    fl_campaign_opts o;
+    fl_err e = {0};
+    opts(&o, seeds, seeds, argv);
+    assert_int_not_equal(fl_campaign_run(&o, NULL, &e), FL_OK);
+    assert_non_null(strstr(e.msg, "the same folder as"));
+    snprintf(in, sizeof in, "%s/seeds", tmp);
+    opts(&o, in, tmp, argv);
+    assert_int_not_equal(fl_campaign_run(&o, NULL, &e), FL_OK);
+    assert_non_null(strstr(e.msg, "inside"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_calibrate_rule),
@@ -192,6 +207,7 @@ int main(void) {
         cmocka_unit_test(test_every_seed_crashes),
         cmocka_unit_test(test_every_seed_hangs),
         cmocka_unit_test(test_hang_prone_energy),
+        cmocka_unit_test(test_in_inside_out),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

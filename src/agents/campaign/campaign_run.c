@@ -140,6 +140,19 @@ static void *work(void *arg) {
     return NULL;
 }
 
+/* -i equal to -o or inside it is refused: the seeds would be read from the campaign's own
+ * queue, logs and reports, and grow with every run. */
+static fl_status in_not_in_out(const char *in, const char *out, fl_err *e) {
+    char *a = realpath(in, NULL), *b = realpath(out, NULL);
+    size_t nb = b ? strlen(b) : 0;
+    int bad = a && b && !strncmp(a, b, nb) && (a[nb] == 0 || a[nb] == '/' || nb == 1);
+    int same = bad && a[nb] == 0;
+    free(a), free(b);
+    if (!bad) return FL_OK;
+    return fl_fail(e, FL_ERR_ARG, "-i %s is %s -o %s: seeds must live outside the output folder",
+                   in, same ? "the same folder as" : "inside", out);
+}
+
 static fl_status setup(camp *cp, const fl_campaign_opts *o, fl_err *e) {
     fl_status st;
     if (!o->out_dir || !o->in_dir || (!o->http && (!o->argv || !o->argv[0])))
@@ -154,6 +167,7 @@ static fl_status setup(camp *cp, const fl_campaign_opts *o, fl_err *e) {
     int resuming = !strcmp(o->in_dir, "-");
     if (!resuming && (stat(o->in_dir, &sb) != 0 || !S_ISDIR(sb.st_mode)))
         return fl_fail(e, FL_ERR_NOTFOUND, "-i %s: not a folder of seed files", o->in_dir);
+    if (!resuming && (st = in_not_in_out(o->in_dir, o->out_dir, e))) return st;
     size_t longest = 0;
     if (!resuming && (st = camp_seeds_check(o->in_dir, &longest, e))) return st;
     fl_mutate_opts mo;

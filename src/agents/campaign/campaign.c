@@ -187,7 +187,7 @@ void camp_process(camp *cp, fl_case *c, const fl_trace *t, const camp_origin *or
     uint64_t path = q_path_hash(t);
     q_hit(&cp->q, path);
     if (org->parent) q_child(&cp->q, org->parent, t->exit == FL_EXIT_CRASH || t->exit == FL_EXIT_HANG,
-                                     t->ms);
+                                     t->exit == FL_EXIT_HANG ? Q_HANG_COST : 1);
 
     int n_new = 0, r = fl_agcov_commit(cp->cov, t, &n_new);
     if (r < 0) {

@@ -103,7 +103,7 @@ typedef struct q_entry {
     uint64_t kept;       /* children kept for coverage */
     uint64_t finds;      /* children that produced a new finding */
     uint64_t bad;        /* children that crashed or timed out (queue.c: hang-prone entries) */
-    double child_ms;     /* their wall time, all together */
+    double child_ms;     /* their cost (q_child), all together */
     uint32_t *feat;      /* coverage-map entries its trace touched (owned) */
     int n_feat;
     size_t cost;         /* bytes of its turns: the smaller, the better a representative */
@@ -124,7 +124,7 @@ typedef struct q_queue {
     int dirty;           /* top changed since the last cull */
     int n_favored;
     uint64_t children, bad; /* over all entries: the campaign's average crash/hang rate */
-    double child_ms;        /* ... and time per child */
+    double child_ms;        /* ... and cost per child */
 } q_queue;
 
 fl_status q_init(q_queue *q, fl_schedule s, fl_err *e);
@@ -133,8 +133,11 @@ void q_free(q_queue *q);
  * it, or NULL when out of memory (c is then not taken). */
 q_entry *q_add(q_queue *q, fl_case *c, int src, int n_new, int new_features, uint64_t path,
                const uint32_t *feat, int n_feat);
-/* Count a child of parent that crashed or timed out (bad) or not, and ran ms. */
-void q_child(q_queue *q, q_entry *parent, int bad, double ms);
+/* Count a child of parent that crashed or timed out (bad) or not, and what it cost: 1 for a
+ * case, Q_HANG_COST for a timeout (a constant rather than the measured time, so that a
+ * campaign stays a function of its seed). */
+#define Q_HANG_COST 100
+void q_child(q_queue *q, q_entry *parent, int bad, double cost);
 /* Count one execution along `path`. */
 void q_hit(q_queue *q, uint64_t path);
 /* Choose the next entry to fuzz and how many children to make of it (its energy). */

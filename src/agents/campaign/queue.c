@@ -117,9 +117,9 @@ void q_hit(q_queue *q, uint64_t path) {
     if (*h < UINT32_MAX) (*h)++;
 }
 
-void q_child(q_queue *q, q_entry *parent, int bad, double ms) {
+void q_child(q_queue *q, q_entry *parent, int bad, double cost) {
     parent->children++, q->children++;
-    parent->child_ms += ms, q->child_ms += ms;
+    parent->child_ms += cost, q->child_ms += cost;
     if (bad) parent->bad++, q->bad++;
 }
 
@@ -127,8 +127,9 @@ void q_child(q_queue *q, q_entry *parent, int bad, double ms) {
  * by the smaller of two ratios (at least Q_BAD_FLOOR, at most 1):
  *   - the campaign's crash/timeout rate over the entry's (+0.01 each: an average of 0 does
  *     not punish one unlucky child);
- *   - the campaign's mean time per child over the entry's (AFL's perf_score does the same with
- *     execution time): each timeout costs a whole timeout of wall time, so an entry whose
+ *   - the campaign's mean cost per child over the entry's (AFL's perf_score does the same with
+ *     execution time; a timeout counts Q_HANG_COST cases, a constant so that the campaign
+ *     stays deterministic): each timeout costs a whole timeout of wall time, so an entry whose
  *     mutants hang is costly even when hangs are common in the campaign.
  * The finding such children lead to was saved the first time (its signature); the time
  * share this saves is in docs/agents-campaign.md ("Timeouts"). */

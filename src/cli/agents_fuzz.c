@@ -25,7 +25,6 @@ static void on_signal(int sig) {
 typedef struct screen {
     int tty, lines; /* lines drawn last time (to move the cursor back over them) */
     const cli_opts *o;
-    uint64_t seed;
 } screen;
 
 static void cov_text(const fl_campaign_stats *s, char *buf, size_t n) {
@@ -66,6 +65,11 @@ static void line(int width, const char *fmt, ...) {
     fprintf(stderr, "\033[K%s\n", buf);
 }
 
+/* The share of the time spent running cases that went to cases that timed out. */
+static double hang_pct(const fl_campaign_stats *s) {
+    return s->case_seconds > 0 ? 100 * s->hang_seconds / s->case_seconds : 0;
+}
+
 static void on_status(const fl_campaign_stats *s, void *user) {
     screen *sc = user;
     char rt[32], ago[32], cov[128], kinds[512];
@@ -75,16 +79,17 @@ static void on_status(const fl_campaign_stats *s, void *user) {
     double now = (double)time(NULL);
     if (!sc->tty) {
         if (s->done) return; /* the summary follows */
-        fprintf(stderr, "[%s] execs %llu (%.0f/s)  corpus %d  features %lld  %s  findings %d%s%s%s\n",
+        fprintf(stderr, "[%s] execs %llu (%.0f/s)  corpus %d  features %lld  %s  findings %d%s%s%s"
+                "  timeouts %llu (%.0f%% of case time)\n",
                 rt, (unsigned long long)s->execs, s->execs_per_sec, s->corpus_count,
                 (long long)s->features, cov, s->findings, kinds[0] ? " (" : "", kinds,
-                kinds[0] ? ")" : "");
+                kinds[0] ? ")" : "", (unsigned long long)s->hangs, hang_pct(s));
         return;
     }
     if (sc->lines) fprintf(stderr, "\033[%dA", sc->lines); /* back to the top of the screen */
     int w = cli_term_width(stderr) - 1;
     fprintf(stderr, "\033[K\033[1mflare agents fuzz\033[0m  seed %llu  schedule %s  %lld target%s%s\n",
-            (unsigned long long)sc->seed, sc->o->schedule, (long long)sc->o->jobs,
+            (unsigned long long)s->seed, s->schedule, (long long)sc->o->jobs,
             sc->o->jobs == 1 ? "" : "s", s->done ? "  (finished)" : "  (Ctrl-C stops)");
     line(w, "     run time : %s", rt);
     line(w, "        execs : %llu  (%.1f/s)", (unsigned long long)s->execs, s->execs_per_sec);
@@ -92,8 +97,10 @@ static void on_status(const fl_campaign_stats *s, void *user) {
     line(w, "     coverage : %lld features, %s", (long long)s->features, cov);
     line(w, "     findings : %d distinct%s%s", s->findings, kinds[0] ? " - " : "", kinds);
     if (s->hangs || s->crashes)
-        line(w, "   crash/hang : %llu crashed, %llu timed out (cases, not distinct)",
-             (unsigned long long)s->crashes, (unsigned long long)s->hangs);
+        line(w, "   crash/hang : %llu crashed, %llu timed out (cases, not distinct); "
+             "%.0f%% of case time lost to timeouts (-T %d ms, %s)",
+             (unsigned long long)s->crashes, (unsigned long long)s->hangs, hang_pct(s),
+             s->timeout_ms, s->timeout_source);
     else
         line(w, "   crash/hang : none");
     if (s->last_find_time > 0)
@@ -110,11 +117,13 @@ static void command_line(const cli_opts *o, uint64_t seed, char *buf, size_t n) 
     size_t k = 0;
 #define ADD(...) do { int w_ = snprintf(buf + k, n - k, __VA_ARGS__); \
                       if (w_ > 0 && (size_t)w_ < n - k) k += (size_t)w_; } while (0)
-    ADD("flare agents fuzz -i %s -o %s -s %llu --schedule %s -T %lld", o->fuzz_in, o->fuzz_out,
-        (unsigned long long)seed, o->schedule, (long long)o->timeout_ms);
+    ADD("flare agents fuzz -i %s -o %s -s %llu --schedule %s", o->fuzz_in, o->fuzz_out,
+        (unsigned long long)seed, o->schedule);
+    if (o->given[F_timeout_ms]) ADD(" -T %lld", (long long)o->timeout_ms);
     if (o->set[F_max_time]) ADD(" -V %g", o->max_time);
     if (o->set[F_max_execs]) ADD(" -E %lld", (long long)o->max_execs);
     if (o->jobs != 1) ADD(" -j %lld", (long long)o->jobs);
+    if (o->set[F_max_len]) ADD(" --max-len %lld", (long long)o->max_len);
     if (o->set[F_dict]) ADD(" -x %s", o->dict);
     if (o->set[F_lexicon]) ADD(" --lexicon %s", o->lexicon);
     if (o->set[F_spec]) ADD(" --spec %s", o->spec);
@@ -160,8 +169,9 @@ int cmd_agents_fuzz(const cli_opts *o) {
     co.max_seconds = o->set[F_max_time] ? o->max_time : 0;
     co.max_execs = o->set[F_max_execs] ? (uint64_t)o->max_execs : 0;
     co.seed = seed;
-    co.timeout_ms = (int)o->timeout_ms;
+    co.timeout_ms = o->given[F_timeout_ms] ? (int)o->timeout_ms : 0; /* 0: calibrate */
     co.jobs = (int)o->jobs;
+    co.max_len = o->set[F_max_len] ? (size_t)o->max_len : 0;
     co.fresh = o->fresh;
     co.mem_limit_mb = (int)o->mem_limit;
     co.dict_path = o->set[F_dict] ? o->dict : NULL;
@@ -181,8 +191,12 @@ int cmd_agents_fuzz(const cli_opts *o) {
     co.otlp_file = o->set[F_otlp_file] ? o->otlp_file : NULL;
     co.otlp_grace_ms = (int)o->otlp_grace;
     co.command_line = cmdline;
+    /* resuming (-i -), the record holds for what was not given (campaign_resume.c) */
+    co.given = (o->given[F_schedule] ? FL_CAMP_GIVEN_SCHEDULE : 0) |
+               (o->set[F_fuzz_seed] ? FL_CAMP_GIVEN_SEED : 0);
+    int resuming = !strcmp(o->fuzz_in, "-");
     if (fl_schedule_parse(o->schedule, &co.schedule, &e)) return cli_usage(o->cmd, "--schedule: %s", e.msg);
-    screen sc = {.tty = cli_isatty(stderr), .o = o, .seed = seed};
+    screen sc = {.tty = cli_isatty(stderr), .o = o};
     if (!o->quiet) {
         co.on_status = on_status;
         co.user = &sc;
@@ -190,8 +204,9 @@ int cmd_agents_fuzz(const cli_opts *o) {
     }
     co.stop = &stop_flag;
 
-    cli_note("seed %llu (repeat this campaign with -s %llu%s)\n", (unsigned long long)seed,
-             (unsigned long long)seed, co.jobs > 1 ? " -j 1; -j > 1 is not repeatable" : "");
+    if (!resuming || o->set[F_fuzz_seed])
+        cli_note("seed %llu (repeat this campaign with -s %llu%s)\n", (unsigned long long)seed,
+                 (unsigned long long)seed, co.jobs > 1 ? " -j 1; -j > 1 is not repeatable" : "");
     struct sigaction sa = {0}, old_int, old_term;
     sa.sa_handler = on_signal;
     sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C kills at once (findings are on disk) */

@@ -26,3 +26,8 @@ void cli_target_setup(const cli_opts *o, fl_target_setup *ts, fl_http_opts *h) {
                  .grace_ms = (int)o->otlp_grace},
     };
 }
+
+void cli_recorded_timeout(const cli_opts *o, const char *path, fl_target_setup *ts) {
+    int ms = o->given[F_timeout_ms] ? 0 : fl_campaign_recorded_timeout(path);
+    if (ms > 0) ts->timeout_ms = ms;
+}

@@ -16,6 +16,7 @@ int cmd_agents_min(const cli_opts *o) {
         .log = o->quiet ? NULL : stderr,
     };
     cli_target_setup(o, &mo.target, &ho);
+    cli_recorded_timeout(o, o->case_file, &mo.target);
     fl_min_result r;
     if (fl_minimize(o->case_file, &mo, &r, &e)) return cli_fail(&e);
     printf("signature %s: %d turn%s, %zu bytes -> %d turn%s, %zu bytes (%d runs)\n",

@@ -16,6 +16,7 @@ int cmd_agents_replay(const cli_opts *o) {
         .log = stdout, /* one verdict per case: results, which --quiet keeps */
     };
     cli_target_setup(o, &ro.target, &ho);
+    cli_recorded_timeout(o, o->cases, &ro.target);
     fl_replay_result r;
     if (fl_replay_run(o->cases, &ro, &r, &e)) return cli_fail(&e);
     if (r.n_skipped) cli_note("%s: skipped %d file%s: %s\n", o->cases, r.n_skipped, r.n_skipped == 1 ? "" : "s",

@@ -141,6 +141,9 @@ const struct fl_http_opts *cli_http_target(const cli_opts *o, struct fl_http_opt
  * in h, which must outlive ts), --timeout, --fresh, --mem-limit and the --otlp-* flags. */
 struct fl_target_setup;
 void cli_target_setup(const cli_opts *o, struct fl_target_setup *ts, struct fl_http_opts *h);
+/* Without -T: the timeout recorded by the campaign that path belongs to, when there is one
+ * (agents min and replay). */
+void cli_recorded_timeout(const cli_opts *o, const char *path, struct fl_target_setup *ts);
 
 /* ---- handlers (one file per group) ---------------------------------------------------------- */
 #define COMMAND(ID, group, verb, handler, summary) int handler(const cli_opts *o);

@@ -66,6 +66,13 @@ typedef struct fl_campaign_stats {
     uint64_t kind_first_exec[FL_CAMPAIGN_KINDS]; /* execs when the kind was first found (this
                                                     session; 0: not yet) */
     uint64_t crashes, hangs; /* raw counts of cases that crashed / timed out */
+    double case_seconds;     /* wall time of every case run, over every session */
+    double hang_seconds;     /* of which cases that timed out: hang_seconds / case_seconds is
+                                the share of the time lost waiting on timeouts */
+    int timeout_ms;          /* the per-case timeout in force (given, calibrated or resumed) */
+    uint64_t hangs_known;    /* timeouts under the tight timeout with a known hang signature */
+    uint64_t hang_confirms;  /* ... with a new one, run again with the whole timeout */
+    char timeout_source[16]; /* "flag" (-T), "calibrated" (the seeds' dry run), "resumed" */
     double last_cov_time;    /* Unix time of the last entry kept (0: none this campaign) */
     double last_find_time;   /* Unix time of the last new finding (0: none) */
     char last_find[160];     /* "loop Master<->Checker" of the last finding */
@@ -77,8 +84,25 @@ typedef struct fl_campaign_stats {
     int llm_on;                /* an LLM is configured (llm.h): */
     int64_t llm_calls, llm_tokens, llm_cache_hits;
     int llm_budget_exhausted;
+    uint64_t seed;             /* the campaign's seed (resumed: the recorded one) */
+    char schedule[16];         /* its power schedule's name (resumed: the recorded one) */
+    size_t max_len;            /* the --max-len in force (given, derived or resumed) */
     int done;                  /* 1 in the final on_status call */
 } fl_campaign_stats;
+
+/* Timeout calibration (AFL++'s): without -T the seeds run with the cap, and the timeout is
+ * MULT times the slowest seed that ended normally, rounded up to 100 ms, within [FLOOR, CAP]. */
+#define FL_CAMPAIGN_TIMEOUT_MULT 5
+#define FL_CAMPAIGN_TIMEOUT_FLOOR 100
+#define FL_CAMPAIGN_TIMEOUT_CAP 10000
+
+/* The default --max-len, as libFuzzer derives -max_len from its corpus. */
+#define FL_CAMPAIGN_LEN_MULT 4
+#define FL_CAMPAIGN_LEN_FLOOR 256
+#define FL_CAMPAIGN_LEN_CAP 8192
+
+#define FL_CAMP_GIVEN_SCHEDULE 1u
+#define FL_CAMP_GIVEN_SEED 2u
 
 typedef void (*fl_campaign_status_fn)(const fl_campaign_stats *s, void *user);
 
@@ -90,8 +114,16 @@ typedef struct fl_campaign_opts {
     double max_seconds;      /* 0: no limit (-V) */
     uint64_t max_execs;      /* 0: no limit (-E) */
     uint64_t seed;           /* -s: every random decision derives from it */
-    int timeout_ms;          /* per case (-t), default 10000 */
+    unsigned given;          /* FL_CAMP_GIVEN_* bits: options set explicitly. Resuming (in_dir
+                                "-"), the record in fuzzer_stats replaces the others (and a
+                                NULL spec_path, dict_path, lexicon_path or a 0 timeout_ms); a
+                                given one that differs from it is warned about */
+    int timeout_ms;          /* per case (-T); 0 (the default): calibrated from the seeds' dry
+                                run (FL_CAMPAIGN_TIMEOUT_*), or the record when resuming */
     int jobs;                /* target instances in parallel (-j), default 1 */
+    size_t max_len;          /* --max-len: a case's bytes over all its turns, mutants cut to it;
+                                0: FL_CAMPAIGN_LEN_MULT x the longest seed within
+                                [FL_CAMPAIGN_LEN_FLOOR, FL_CAMPAIGN_LEN_CAP] (resumed: recorded) */
     int fresh;               /* one target process per case */
     int mem_limit_mb;        /* RLIMIT_AS of the target; 0: none */
     const char *otlp_listen; /* OTLP/HTTP receiver address (--otlp-listen), may be NULL */
@@ -99,7 +131,7 @@ typedef struct fl_campaign_opts {
     int otlp_grace_ms;       /* wait for a case's spans after it ended (default 1000) */
     const char *dict_path;   /* AFL dictionary (-x), may be NULL */
     const char *lexicon_path;/* extra synonym groups (--lexicon, docs/agents-mutators.md), may be NULL */
-    const char *spec_path;   /* agent spec (--spec), may be NULL */
+    const char *spec_path;   /* agent spec (--spec), may be NULL; "none": none, even resuming */
     fl_schedule schedule;    /* -p */
     const char *command_line;/* recorded in fuzzer_stats */
     double stats_every;      /* seconds between fuzzer_stats / plot_data updates (default 2) */
@@ -164,6 +196,11 @@ typedef struct fl_target_setup {
     fl_otlp_src_opts otlp;   /* the target's spans (otlp_recv.h; listen and file may be NULL);
                                 with a source, each case runs under a new trace id */
 } fl_target_setup;
+
+/* The timeout a campaign recorded (fuzzer_stats' timeout_ms) for path: a campaign's folder, or
+ * a file or folder inside one (out/, out/failures/crash/x.json, out/queue ...), looked for up to
+ * three folders up. 0 when there is none: the caller's default applies. */
+int fl_campaign_recorded_timeout(const char *path);
 
 /* ---- replay ------------------------------------------------------------------------------- */
 typedef struct fl_replay_opts {

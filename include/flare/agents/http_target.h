@@ -63,6 +63,8 @@ fl_status fl_http_new(const fl_http_opts *h, int timeout_ms, size_t max_bytes, f
                       fl_err *e);
 /* One case; c carries its traceparent. */
 fl_status fl_http_run(fl_http *h, const fl_case *c, fl_trace *tr, fl_err *e);
+/* A new per-request timeout (the campaign's calibration, docs/agents-campaign.md). */
+void fl_http_set_timeout(fl_http *h, int timeout_ms);
 void fl_http_free(fl_http *h);
 
 #endif

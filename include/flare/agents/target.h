@@ -81,6 +81,9 @@ fl_status fl_target_run(fl_target *t, const fl_case *c, fl_trace *out, fl_err *e
 /* Close stdin, let the target exit (kill_grace_ms), then kill its process group. */
 void fl_target_free(fl_target *t);
 
+/* Change the per-case timeout for the cases that follow (ms >= 1; the campaign sets the
+ * value it calibrated from the seeds' dry run). */
+void fl_target_set_timeout(fl_target *t, int timeout_ms);
 int fl_target_pid(const fl_target *t);     /* the running process, 0 when none */
 long fl_target_starts(const fl_target *t); /* processes started so far */
 const char *fl_target_log_path(const fl_target *t); /* NULL without log_dir */

@@ -25,7 +25,7 @@
 
 void fl_campaign_opts_default(fl_campaign_opts *o) {
     memset(o, 0, sizeof *o);
-    o->timeout_ms = 10000;
+    o->timeout_ms = 0; /* calibrate */
     o->jobs = 1;
     o->schedule = FL_SCHED_EXPLORE;
     o->stats_every = 2;
@@ -77,6 +77,13 @@ int sig_set_add(sig_set *s, const char *kind, const char *sig) {
     if (!(s->v[s->n] = strdup(key))) return -1;
     fl_index_put(&s->ix, at, h, s->n++);
     return 1;
+}
+
+int sig_set_has(const sig_set *s, const char *kind, const char *sig) {
+    char key[256];
+    snprintf(key, sizeof key, "%s/%s", kind, sig);
+    int64_t at;
+    return s->n > 0 && fl_index_find(&s->ix, str_hash(key), same_sig, &(sig_key){s, key}, &at) >= 0;
 }
 
 void sig_set_free(sig_set *s) {
@@ -174,10 +181,13 @@ void camp_process(camp *cp, fl_case *c, const fl_trace *t, const camp_origin *or
     fl_err e = {0};
     s->execs++;
     if (t->exit == FL_EXIT_CRASH) s->crashes++;
-    if (t->exit == FL_EXIT_HANG) s->hangs++;
+    if (t->exit == FL_EXIT_HANG) s->hangs++, s->hang_seconds += t->ms / 1000;
+    s->case_seconds += t->ms / 1000;
+    if (t->exit == FL_EXIT_DONE && t->ms > cp->slowest_ok_ms) cp->slowest_ok_ms = t->ms;
     uint64_t path = q_path_hash(t);
     q_hit(&cp->q, path);
-    if (org->parent) org->parent->children++;
+    if (org->parent) q_child(&cp->q, org->parent, t->exit == FL_EXIT_CRASH || t->exit == FL_EXIT_HANG,
+                                     t->exit == FL_EXIT_HANG ? Q_HANG_COST : 1);
 
     int n_new = 0, r = fl_agcov_commit(cp->cov, t, &n_new);
     if (r < 0) {

@@ -36,8 +36,9 @@ void od_file_name(const char *sig, char *buf, size_t n);
 /* Static information written with the counters. */
 typedef struct od_meta {
     uint64_t seed;
-    const char *schedule, *command_line, *target, *spec;
+    const char *schedule, *command_line, *target, *spec, *dict, *lexicon;
     int jobs, fresh, timeout_ms;
+    size_t max_len;
 } od_meta;
 /* Rewrite out/fuzzer_stats atomically. */
 fl_status od_write_stats(const char *out_dir, const fl_campaign_stats *s, const od_meta *m,
@@ -107,6 +108,8 @@ typedef struct q_entry {
     uint64_t children;   /* children run */
     uint64_t kept;       /* children kept for coverage */
     uint64_t finds;      /* children that produced a new finding */
+    uint64_t bad;        /* children that crashed or timed out (queue.c: hang-prone entries) */
+    double child_ms;     /* their cost (q_child), all together */
     uint32_t *feat;      /* coverage-map entries its trace touched (owned) */
     int n_feat;
     size_t cost;         /* bytes of its turns: the smaller, the better a representative */
@@ -126,6 +129,8 @@ typedef struct q_queue {
     int n_seen, cap_seen;
     int dirty;           /* top changed since the last cull */
     int n_favored;
+    uint64_t children, bad; /* over all entries: the campaign's average crash/hang rate */
+    double child_ms;        /* ... and cost per child */
 } q_queue;
 
 fl_status q_init(q_queue *q, fl_schedule s, fl_err *e);
@@ -134,6 +139,11 @@ void q_free(q_queue *q);
  * it, or NULL when out of memory (c is then not taken). */
 q_entry *q_add(q_queue *q, fl_case *c, int src, int n_new, int new_features, uint64_t path,
                const uint32_t *feat, int n_feat);
+/* Count a child of parent that crashed or timed out (bad) or not, and what it cost: 1 for a
+ * case, Q_HANG_COST for a timeout (a constant rather than the measured time, so that a
+ * campaign stays a function of its seed). */
+#define Q_HANG_COST 100
+void q_child(q_queue *q, q_entry *parent, int bad, double cost);
 /* Count one execution along `path`. */
 void q_hit(q_queue *q, uint64_t path);
 /* Choose the next entry to fuzz and how many children to make of it (its energy). */
@@ -163,12 +173,17 @@ typedef struct sig_set {
     fl_index ix;     /* hash of v[i] -> i */
 } sig_set;
 int sig_set_add(sig_set *s, const char *kind, const char *sig); /* 1 new, 0 known, -1 oom */
+int sig_set_has(const sig_set *s, const char *kind, const char *sig);
 void sig_set_free(sig_set *s);
 
 typedef struct camp {
-    const fl_campaign_opts *o;
+    const fl_campaign_opts *o; /* &eff */
+    fl_campaign_opts eff;    /* the caller's options, with a resumed campaign's record */
+    od_kv rec;               /* that record (fuzzer_stats; n 0: none); eff's strings point here */
+    uint64_t salt;           /* resumed: the recorded execs, mixed into the random streams */
     fl_spec *spec;
     char *spec_abs;          /* realpath of the spec, recorded in failure files */
+    char *dict_abs, *lexicon_abs; /* realpaths of -x and --lexicon, recorded in fuzzer_stats */
     fl_agcov *cov;
     fl_mutator_ctx *mut;
     fl_oracle_opts oo;
@@ -187,6 +202,10 @@ typedef struct camp {
     FILE *plot;
     struct camp_llm *llm;    /* generator and judge (campaign_llm.c), NULL: none */
     fl_otlp_src *otlp;       /* spans for cases (--otlp-listen / --otlp-file), NULL: none */
+    int timeout_ms;          /* in force: -T, the cap during a calibrating dry run, then the
+                                calibrated or resumed value (campaign_seeds.c) */
+    double dry_slowest_ms;   /* slowest seed of the dry run that ended with done */
+    double slowest_ok_ms;    /* slowest case of the campaign that ended with done */
     int stop;                /* 1: no new case starts */
     fl_status err;           /* the first failure of flare itself (output folder, memory) */
     fl_err errmsg;
@@ -226,13 +245,19 @@ void camp_llm_judge(camp *cp, const fl_case *c, const fl_trace *t, int r, fl_fin
  * counters copied into cp->st before fuzzer_stats is written (under cp->mu). */
 fl_status camp_otlp_start(camp *cp, fl_err *e);
 void camp_otlp_stats(camp *cp);
+/* cp->eff from o and, resuming (`-i -`), the record in fuzzer_stats (campaign_resume.c). */
+fl_status camp_resume_opts(camp *cp, const fl_campaign_opts *o, fl_err *e);
 /* Record the first failure of flare itself and stop the campaign. */
 void camp_fail(camp *cp, const fl_err *e);
 /* Load the seeds of in_dir (or, resuming, the queue and the saved findings of out_dir) and
  * run each once. A worker's target and trace are passed in. */
+/* The calibrated timeout for a slowest normal seed of slowest_ms (FL_CAMPAIGN_TIMEOUT_*). */
+int camp_timeout_calibrate(double slowest_ms);
 fl_status camp_load_corpus(camp *cp, fl_target *t, fl_trace *tr, fl_rng *trace_rng, fl_err *e);
 /* The seeds of in_dir read and parsed, then dropped: an empty folder or a bad seed fails the
  * campaign before anything is created in -o. */
-fl_status camp_seeds_check(const char *in_dir, fl_err *e);
+fl_status camp_seeds_check(const char *in_dir, size_t *longest, fl_err *e); /* bytes, all turns */
+/* The default --max-len for a longest seed of `longest` bytes (FL_CAMPAIGN_LEN_*). */
+size_t camp_max_len_default(size_t longest);
 
 #endif

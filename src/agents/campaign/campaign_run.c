@@ -11,6 +11,7 @@
 typedef struct worker {
     camp *cp;
     int idx;
+    int timeout_ms;   /* its target's timeout now (tight_timeout) */
     fl_target *t;
     fl_trace *tr;
     fl_rng rng;       /* mutation and scheduling */
@@ -27,6 +28,37 @@ static int stopping(camp *cp) {
     if (o->max_execs && cp->reserved >= o->max_execs) return cp->stop = 1;
     if (o->max_seconds > 0 && fl_now() - cp->t0 >= o->max_seconds) return cp->stop = 1;
     return 0;
+}
+
+/* Known failures cost less. Once a hang is saved, cases run with a tighter timeout:
+ * TIGHT_MULT x the slowest case of the campaign that ended normally (at least TIGHT_FLOOR ms,
+ * at most the timeout). A case that times out under it and whose hang signature is not known
+ * yet is run again with the whole timeout before it counts (AFL++ confirms hangs the same
+ * way), so a slow case is not reported as a new hang; one with a known signature is the known
+ * hang again, and costs the tight timeout only. Under cp->mu. */
+#define TIGHT_MULT 3
+#define TIGHT_FLOOR 20
+static int tight_timeout(const camp *cp) {
+    if (!cp->st.kind_count[FL_FIND_HANG]) return cp->timeout_ms;
+    int ms = (int)(TIGHT_MULT * cp->slowest_ok_ms) + 1;
+    return ms < TIGHT_FLOOR ? TIGHT_FLOOR : ms > cp->timeout_ms ? cp->timeout_ms : ms;
+}
+
+/* Under cp->mu: did a tight-timeout hang produce a hang signature not saved yet? */
+static int new_hang(camp *cp, const fl_case *c, const fl_trace *t) {
+    fl_findings f = {0};
+    fl_err e = {0};
+    int fresh = 0;
+    if (fl_oracle_check(cp->spec, c, t, &cp->oo, &f, &e)) return 1; /* unsure: confirm */
+    for (int i = 0; i < f.n; i++)
+        if (f.v[i].kind == FL_FIND_HANG && !sig_set_has(&cp->sigs, "hang", f.v[i].signature))
+            fresh = 1;
+    fl_findings_free(&f);
+    return fresh;
+}
+
+static void set_worker_timeout(worker *w, int ms) {
+    if (w->timeout_ms != ms) fl_target_set_timeout(w->t, ms), w->timeout_ms = ms;
 }
 
 /* One child of p: a single random operator half of the time (a clean name for the queue
@@ -61,7 +93,9 @@ static void *work(void *arg) {
             uint64_t nexec = cp->execs0 + ++cp->reserved;
             const q_entry *other = q_other(&cp->q, &w->rng, p);
             fl_case *gen = camp_llm_next(cp, &w->rng); /* usually NULL (campaign_llm.c) */
+            int tight = tight_timeout(cp);
             pthread_mutex_unlock(&cp->mu);
+            set_worker_timeout(w, tight);
 
             char op[64] = "llm";
             fl_case *child = gen ? gen : make_child(w, p, other, op, sizeof op);
@@ -71,6 +105,21 @@ static void *work(void *arg) {
                 snprintf(child->id, sizeof child->id, "%06llu",
                          (unsigned long long)(nexec % 1000000000000ull));
                 st = fl_target_run(w->t, child, w->tr, &w->e);
+                if (!st && w->tr->exit == FL_EXIT_HANG && tight < cp->timeout_ms) {
+                    pthread_mutex_lock(&cp->mu);
+                    int confirm = new_hang(cp, child, w->tr);
+                    if (!confirm) cp->st.hangs_known++;
+                    pthread_mutex_unlock(&cp->mu);
+                    if (confirm) { /* its time waiting under the tight timeout counts too */
+                        double lost = w->tr->ms;
+                        set_worker_timeout(w, cp->timeout_ms);
+                        st = fl_target_run(w->t, child, w->tr, &w->e);
+                        pthread_mutex_lock(&cp->mu);
+                        cp->st.hang_confirms++;
+                        cp->st.case_seconds += lost / 1000, cp->st.hang_seconds += lost / 1000;
+                        pthread_mutex_unlock(&cp->mu);
+                    }
+                }
                 if (!st) st = fl_otlp_src_collect(cp->otlp, child, w->tr, &w->e); /* spans */
             }
             pthread_mutex_lock(&cp->mu);
@@ -91,6 +140,19 @@ static void *work(void *arg) {
     return NULL;
 }
 
+/* -i equal to -o or inside it is refused: the seeds would be read from the campaign's own
+ * queue, logs and reports, and grow with every run. */
+static fl_status in_not_in_out(const char *in, const char *out, fl_err *e) {
+    char *a = realpath(in, NULL), *b = realpath(out, NULL);
+    size_t nb = b ? strlen(b) : 0;
+    int bad = a && b && !strncmp(a, b, nb) && (a[nb] == 0 || a[nb] == '/' || nb == 1);
+    int same = bad && a[nb] == 0;
+    free(a), free(b);
+    if (!bad) return FL_OK;
+    return fl_fail(e, FL_ERR_ARG, "-i %s is %s -o %s: seeds must live outside the output folder",
+                   in, same ? "the same folder as" : "inside", out);
+}
+
 static fl_status setup(camp *cp, const fl_campaign_opts *o, fl_err *e) {
     fl_status st;
     if (!o->out_dir || !o->in_dir || (!o->http && (!o->argv || !o->argv[0])))
@@ -101,16 +163,33 @@ static fl_status setup(camp *cp, const fl_campaign_opts *o, fl_err *e) {
     if (o->spec_path && !(cp->spec_abs = realpath(o->spec_path, NULL)))
         return fl_fail(e, FL_ERR_NOMEM, "%s: cannot resolve the path", o->spec_path);
     if ((st = fl_agcov_new(cp->spec, NULL, &cp->cov, e))) return st;
-    if ((st = fl_mutator_new(NULL, &cp->mut, e))) return st;
+    struct stat sb; /* a wrong -i fails before anything is created in -o */
+    int resuming = !strcmp(o->in_dir, "-");
+    if (!resuming && (stat(o->in_dir, &sb) != 0 || !S_ISDIR(sb.st_mode)))
+        return fl_fail(e, FL_ERR_NOTFOUND, "-i %s: not a folder of seed files", o->in_dir);
+    if (!resuming && (st = in_not_in_out(o->in_dir, o->out_dir, e))) return st;
+    size_t longest = 0;
+    if (!resuming && (st = camp_seeds_check(o->in_dir, &longest, e))) return st;
+    fl_mutate_opts mo;
+    fl_mutate_opts_default(&mo);
+    const char *rec_len = resuming ? od_kv_get(&cp->rec, "max_len") : NULL;
+    mo.max_len = o->max_len > 0 ? o->max_len
+                 : rec_len && atol(rec_len) >= 16 ? (size_t)atol(rec_len)
+                 : resuming ? FL_CAMPAIGN_LEN_CAP : camp_max_len_default(longest);
+    if (o->max_len > 0 && o->max_len < 16)
+        return fl_fail(e, FL_ERR_ARG, "--max-len %zu: at least 16 bytes", o->max_len);
+    cp->st.max_len = cp->meta.max_len = mo.max_len;
+    if ((st = fl_mutator_new(&mo, &cp->mut, e))) return st;
     if ((st = fl_mutator_add_spec_words(cp->mut, cp->spec, e))) return st; /* issue 15 §2 */
     if (o->dict_path && (st = fl_mutator_load_dict(cp->mut, o->dict_path, e))) return st;
     if (o->lexicon_path && (st = fl_mutator_load_lexicon(cp->mut, o->lexicon_path, e))) return st;
+    /* recorded as absolute paths: a resumed campaign reuses them (campaign_resume.c) */
+    if ((o->dict_path && !(cp->dict_abs = realpath(o->dict_path, NULL))) ||
+        (o->lexicon_path && !(cp->lexicon_abs = realpath(o->lexicon_path, NULL))))
+        return fl_fail(e, FL_ERR_NOMEM, "%s: cannot resolve the path",
+                       cp->dict_abs || !o->dict_path ? o->lexicon_path : o->dict_path);
     fl_oracle_opts_default(&cp->oo);
     if ((st = q_init(&cp->q, o->schedule, e))) return st;
-    struct stat sb; /* a wrong -i fails before anything is created in -o */
-    if (strcmp(o->in_dir, "-") && (stat(o->in_dir, &sb) != 0 || !S_ISDIR(sb.st_mode)))
-        return fl_fail(e, FL_ERR_NOTFOUND, "-i %s: not a folder of seed files", o->in_dir);
-    if (strcmp(o->in_dir, "-") && (st = camp_seeds_check(o->in_dir, e))) return st;
     if ((st = camp_otlp_start(cp, e))) return st; /* a port in use fails before -o is made */
     if ((st = od_prepare(o->out_dir, !strcmp(o->in_dir, "-"), e))) return st;
     if ((st = camp_llm_start(cp, e))) return st; /* its cache may live in -o */
@@ -118,8 +197,17 @@ static fl_status setup(camp *cp, const fl_campaign_opts *o, fl_err *e) {
     if (o->http) snprintf(cp->target_desc, sizeof cp->target_desc, "%s", o->http->url);
     cp->meta = (od_meta){.seed = o->seed, .schedule = fl_schedule_name(o->schedule),
                          .command_line = o->command_line ? o->command_line : cp->target_desc,
-                         .target = cp->target_desc, .spec = o->spec_path, .jobs = o->jobs,
-                         .fresh = o->fresh, .timeout_ms = o->timeout_ms};
+                         .target = cp->target_desc, .spec = cp->spec_abs, .jobs = o->jobs,
+                         .dict = cp->dict_abs, .lexicon = cp->lexicon_abs,
+                         .max_len = cp->meta.max_len,
+                         .fresh = o->fresh};
+    /* without -T the dry run runs with the cap; camp_load_corpus calibrates or resumes */
+    cp->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : FL_CAMPAIGN_TIMEOUT_CAP;
+    cp->meta.timeout_ms = cp->st.timeout_ms = cp->timeout_ms;
+    snprintf(cp->st.timeout_source, sizeof cp->st.timeout_source, "%s",
+             o->timeout_ms > 0 ? "flag" : "calibrated");
+    cp->st.seed = o->seed;
+    snprintf(cp->st.schedule, sizeof cp->st.schedule, "%s", fl_schedule_name(o->schedule));
     cp->st.n_kinds = FL_FIND_COUNT_;
     for (int i = 0; i < FL_FIND_COUNT_; i++)
         snprintf(cp->st.kind_name[i], sizeof cp->st.kind_name[i], "%s",
@@ -132,13 +220,17 @@ static fl_status start_worker(camp *cp, worker *w, int idx, fl_err *e) {
     const fl_campaign_opts *o = cp->o;
     w->cp = cp;
     w->idx = idx;
-    fl_rng_seed(&w->rng, o->seed + 0x9e3779b97f4a7c15ull * (uint64_t)idx);
-    fl_rng_seed(&w->trace_rng, ~o->seed - (uint64_t)idx);
+    /* a resumed session goes on from the recorded seed; its execs (salt) keep it from
+     * repeating the first session's decisions */
+    uint64_t seed = o->seed + 0xd1b54a32d192ed03ull * cp->salt;
+    fl_rng_seed(&w->rng, seed + 0x9e3779b97f4a7c15ull * (uint64_t)idx);
+    fl_rng_seed(&w->trace_rng, ~seed - (uint64_t)idx);
     if (!(w->tr = fl_trace_new())) return fl_fail(e, FL_ERR_NOMEM, "out of memory");
     fl_target_opts to;
     fl_target_opts_default(&to);
+    w->timeout_ms = cp->timeout_ms;
     to.fresh = o->fresh;
-    to.timeout_ms = o->timeout_ms;
+    to.timeout_ms = cp->timeout_ms;
     to.mem_limit_mb = o->mem_limit_mb;
     to.instance = idx;
     to.http = o->http; /* an HTTP target: one curl handle per worker */
@@ -165,10 +257,13 @@ fl_status fl_campaign_run(const fl_campaign_opts *o, fl_campaign_result *r, fl_e
     cp->st.start_time = cp->wall0;
     cp->last_stats = cp->last_status = cp->t0; /* the first report comes after the corpus ran */
     int started = 0, threads = 0;
-    fl_status st = setup(cp, o, e);
+    fl_status st = camp_resume_opts(cp, o, e);
+    if (!st) st = setup(cp, cp->o, e);
     for (; !st && started < o->jobs; started++) st = start_worker(cp, &ws[started], started, e);
     if (!st) st = camp_load_corpus(cp, ws[0].t, ws[0].tr, &ws[0].trace_rng, e);
     int loaded = !st; /* else nothing is written: the folder stays free for a corrected rerun */
+    for (int i = 0; !st && i < o->jobs; i++)
+        fl_target_set_timeout(ws[i].t, cp->timeout_ms), ws[i].timeout_ms = cp->timeout_ms;
     if (!st) {
         pthread_mutex_lock(&cp->mu);
         camp_periodic(cp, 1);
@@ -204,6 +299,8 @@ fl_status fl_campaign_run(const fl_campaign_opts *o, fl_campaign_result *r, fl_e
     fl_otlp_src_free(cp->otlp); /* after the targets: no case is collecting */
     fl_spec_free(cp->spec);
     free(cp->spec_abs);
+    od_kv_free(&cp->rec);
+    free(cp->dict_abs), free(cp->lexicon_abs);
     pthread_mutex_destroy(&cp->mu);
     free(cp);
     free(ws);

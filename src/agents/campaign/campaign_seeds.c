@@ -64,12 +64,63 @@ static void free_seeds(camp_paths *l, fl_case **cs) {
     camp_paths_free(l);
 }
 
-fl_status camp_seeds_check(const char *in_dir, fl_err *e) {
+fl_status camp_seeds_check(const char *in_dir, size_t *longest, fl_err *e) {
     camp_paths l = {0};
     fl_case **cs = NULL;
     fl_status st = read_seeds(in_dir, &l, &cs, e);
+    *longest = 0;
+    for (int i = 0; !st && i < l.n; i++) {
+        size_t n = 0;
+        for (int k = 0; k < cs[i]->n_turns; k++) n += strlen(cs[i]->turns[k]);
+        if (n > *longest) *longest = n;
+    }
     free_seeds(&l, cs);
     return st;
+}
+
+size_t camp_max_len_default(size_t longest) {
+    size_t n = FL_CAMPAIGN_LEN_MULT * longest;
+    return n < FL_CAMPAIGN_LEN_FLOOR ? FL_CAMPAIGN_LEN_FLOOR : n > FL_CAMPAIGN_LEN_CAP ? FL_CAMPAIGN_LEN_CAP : n;
+}
+
+/* The dry run's checks on one seed (AFL's "test case results in a crash/timeout"): a seed that
+ * already fails is named in a warning. Returns 1 when it crashed or timed out. */
+static int dry_check(camp *cp, const char *path, const fl_trace *tr, int new_findings) {
+    if (tr->exit == FL_EXIT_DONE && tr->ms > cp->dry_slowest_ms) cp->dry_slowest_ms = tr->ms;
+    if (tr->exit == FL_EXIT_HANG)
+        fl_log(1, "warning: seed %s timed out (%d ms) in the dry run; its mutants will too\n",
+               path, cp->timeout_ms);
+    else if (tr->exit == FL_EXIT_CRASH)
+        fl_log(1, "warning: seed %s crashed in the dry run (exit status %d)\n", path,
+               tr->exit_status);
+    else if (new_findings > 0)
+        fl_log(1, "warning: seed %s already fails (%d finding%s saved in the dry run)\n", path,
+               new_findings, new_findings == 1 ? "" : "s");
+    return tr->exit == FL_EXIT_HANG || tr->exit == FL_EXIT_CRASH;
+}
+
+/* Without -T: FL_CAMPAIGN_TIMEOUT_MULT times the slowest normal seed, rounded up to 100 ms,
+ * within [FLOOR, CAP]; every seed hanging or crashing was refused before. */
+int camp_timeout_calibrate(double slowest_ms) {
+    double ms = FL_CAMPAIGN_TIMEOUT_MULT * slowest_ms;
+    int v = (int)(ms / 100 + 0.999) * 100;
+    if (v < FL_CAMPAIGN_TIMEOUT_FLOOR) v = FL_CAMPAIGN_TIMEOUT_FLOOR;
+    if (v > FL_CAMPAIGN_TIMEOUT_CAP) v = FL_CAMPAIGN_TIMEOUT_CAP;
+    return v;
+}
+
+static void set_timeout(camp *cp, fl_target *t, int ms, const char *source) {
+    cp->timeout_ms = cp->meta.timeout_ms = cp->st.timeout_ms = ms;
+    snprintf(cp->st.timeout_source, sizeof cp->st.timeout_source, "%s", source);
+    fl_target_set_timeout(t, ms);
+}
+
+static void calibrate(camp *cp, fl_target *t) {
+    int ms = camp_timeout_calibrate(cp->dry_slowest_ms);
+    set_timeout(cp, t, ms, "calibrated");
+    fl_log(1, "timeout: %d ms (%d x the slowest seed, %.0f ms, within %d..%d; -T sets it)\n", ms,
+           FL_CAMPAIGN_TIMEOUT_MULT, cp->dry_slowest_ms, FL_CAMPAIGN_TIMEOUT_FLOOR,
+           FL_CAMPAIGN_TIMEOUT_CAP);
 }
 
 static fl_status load_seeds(camp *cp, fl_target *t, fl_trace *tr, fl_rng *trace_rng, fl_err *e) {
@@ -79,14 +130,23 @@ static fl_status load_seeds(camp *cp, fl_target *t, fl_trace *tr, fl_rng *trace_
      * have changed since) */
     fl_status st = read_seeds(cp->o->in_dir, &l, &cs, e);
     size_t skip = strlen(cp->o->in_dir) + 1;
+    int n_bad = 0; /* seeds that crashed or timed out */
     for (int i = 0; !st && i < l.n; i++) {
         char orig[160], name[256];
         od_file_name(l.v[i] + skip, orig, sizeof orig);
         snprintf(name, sizeof name, "id:%06d,orig:%s", cp->q.n, orig);
+        int found0 = cp->st.findings;
         st = run_entry(cp, t, tr, trace_rng, cs[i], name, -1, 1, e);
         cs[i] = NULL; /* run_entry owns it */
+        if (!st) n_bad += dry_check(cp, l.v[i], tr, cp->st.findings - found0);
     }
+    if (!st && n_bad == l.n)
+        st = fl_fail(e, FL_ERR_ARG,
+                     "-i %s: every seed (%d) crashed or timed out at %d ms in the dry run; "
+                     "check the target command and its log (%s/logs), or raise -T",
+                     cp->o->in_dir, l.n, cp->timeout_ms, cp->o->out_dir);
     free_seeds(&l, cs);
+    if (!st && cp->o->timeout_ms <= 0) calibrate(cp, t);
     return st;
 }
 
@@ -140,6 +200,13 @@ static fl_status resume(camp *cp, fl_target *t, fl_trace *tr, fl_rng *trace_rng,
         cp->st.last_find_time = kv_num(&kv, "last_finding");
         cp->st.execs_last_find = (uint64_t)kv_num(&kv, "execs_last_finding");
         cp->st.execs_full_edges = (uint64_t)kv_num(&kv, "execs_full_edges");
+        cp->st.case_seconds = kv_num(&kv, "case_time");
+        cp->st.hang_seconds = kv_num(&kv, "hang_time");
+        int rec = (int)kv_num(&kv, "timeout_ms"); /* the recorded timeout, unless -T */
+        if (cp->o->timeout_ms <= 0 && rec > 0) {
+            set_timeout(cp, t, rec, "resumed");
+            fl_log(1, "timeout: %d ms (recorded in %s; -T sets it)\n", rec, p);
+        }
         od_kv_free(&kv);
     }
     if ((st = load_findings(cp, e))) return st;

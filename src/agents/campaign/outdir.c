@@ -64,6 +64,32 @@ void od_file_name(const char *sig, char *buf, size_t n) {
     if (!buf[0]) snprintf(buf, n, "_");
 }
 
+int fl_campaign_recorded_timeout(const char *path) {
+    char dir[4096], p[4200];
+    if (!path || snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir) return 0;
+    for (int up = 0; up <= 3; up++) {
+        snprintf(p, sizeof p, "%s/fuzzer_stats", dir);
+        od_kv kv;
+        if (od_kv_read(p, &kv, NULL) == FL_OK) {
+            const char *v = od_kv_get(&kv, "timeout_ms");
+            int ms = v ? atoi(v) : 0;
+            od_kv_free(&kv);
+            return ms > 0 ? ms : 0;
+        }
+        char *slash = strrchr(dir, '/');
+        while (slash && slash > dir && slash[1] == 0) *slash = 0, slash = strrchr(dir, '/');
+        if (!slash) {
+            if (!strcmp(dir, ".")) return 0;
+            snprintf(dir, sizeof dir, ".");
+        } else if (slash == dir) {
+            dir[1] = 0;
+        } else {
+            *slash = 0;
+        }
+    }
+    return 0;
+}
+
 /* ---- fuzzer_stats -------------------------------------------------------------------------- */
 /* A value on one line: newlines would start a bogus key. */
 static void kv_str(fl_sb *b, const char *key, const char *v) {
@@ -100,6 +126,11 @@ fl_status od_write_stats(const char *out_dir, const fl_campaign_stats *s, const 
     }
     KV("total_crashes", "%llu", (unsigned long long)s->crashes);
     KV("total_hangs", "%llu", (unsigned long long)s->hangs);
+    KV("case_time", "%.3f", s->case_seconds);
+    KV("hang_time", "%.3f", s->hang_seconds);
+    KV("hangs_known", "%llu", (unsigned long long)s->hangs_known);
+    KV("hang_confirms", "%llu", (unsigned long long)s->hang_confirms);
+    KV("hang_share", "%.2f%%", s->case_seconds > 0 ? 100 * s->hang_seconds / s->case_seconds : 0);
     KV("last_find", "%.0f", s->last_cov_time);
     KV("last_finding", "%.0f", s->last_find_time);
     KV("execs_last_finding", "%llu", (unsigned long long)s->execs_last_find);
@@ -117,7 +148,11 @@ fl_status od_write_stats(const char *out_dir, const fl_campaign_stats *s, const 
     KV("jobs", "%d", m->jobs);
     kv_str(&b, "target_mode", m->fresh ? "fresh" : "persistent");
     KV("timeout_ms", "%d", m->timeout_ms);
+    kv_str(&b, "timeout_source", s->timeout_source);
+    KV("max_len", "%zu", m->max_len);
     kv_str(&b, "spec", m->spec ? m->spec : "");
+    kv_str(&b, "dict", m->dict ? m->dict : "");
+    kv_str(&b, "lexicon", m->lexicon ? m->lexicon : "");
     kv_str(&b, "target", m->target);
     kv_str(&b, "command_line", m->command_line);
     kv_str(&b, "flare_version", FLARE_VERSION);

@@ -117,15 +117,43 @@ void q_hit(q_queue *q, uint64_t path) {
     if (*h < UINT32_MAX) (*h)++;
 }
 
+void q_child(q_queue *q, q_entry *parent, int bad, double cost) {
+    parent->children++, q->children++;
+    parent->child_ms += cost, q->child_ms += cost;
+    if (bad) parent->bad++, q->bad++;
+}
+
+/* Hang-prone entries lose energy. Once an entry has Q_BAD_MIN children, its score is scaled
+ * by the smaller of two ratios (at least Q_BAD_FLOOR, at most 1):
+ *   - the campaign's crash/timeout rate over the entry's (+0.01 each: an average of 0 does
+ *     not punish one unlucky child);
+ *   - the campaign's mean cost per child over the entry's (AFL's perf_score does the same with
+ *     execution time; a timeout counts Q_HANG_COST cases, a constant so that the campaign
+ *     stays deterministic): each timeout costs a whole timeout of wall time, so an entry whose
+ *     mutants hang is costly even when hangs are common in the campaign.
+ * The finding such children lead to was saved the first time (its signature); the time
+ * share this saves is in docs/agents-campaign.md ("Timeouts"). */
+#define Q_BAD_MIN 8
+#define Q_BAD_FLOOR 0.05
+static double bad_factor(const q_queue *q, const q_entry *x) {
+    if (x->children < Q_BAD_MIN || !q->children) return 1;
+    double rate = (double)x->bad / (double)x->children;
+    double avg = (double)q->bad / (double)q->children;
+    double f = rate > avg ? (avg + 0.01) / (rate + 0.01) : 1;
+    double ms = x->child_ms / (double)x->children, avg_ms = q->child_ms / (double)q->children;
+    if (ms > avg_ms && ms > 0) f = fmin(f, avg_ms / ms);
+    return f < Q_BAD_FLOOR ? Q_BAD_FLOOR : f > 1 ? 1 : f;
+}
+
 static double score(const q_queue *q, const q_entry *x) {
     switch (q->sched) {
     case FL_SCHED_EXPLORE: {
         double hits = q->path_hits[x->path & ((1u << Q_PATH_BITS) - 1)];
         double s = (1 + log2(1 + (double)x->n_new)) * (x->new_features ? 2 : 1) *
-                   (x->favored || !q->n_favored ? 1 : 0.05);
+                   (x->favored || !q->n_favored ? 1 : 0.05) * bad_factor(q, x);
         return s / sqrt(1 + (double)x->picks) / sqrt(hits > 1 ? hits : 1);
     }
-    case FL_SCHED_EXPLOIT: return 1 + (double)x->kept + 4 * (double)x->finds;
+    case FL_SCHED_EXPLOIT: return (1 + (double)x->kept + 4 * (double)x->finds) * bad_factor(q, x);
     case FL_SCHED_NONE: break;
     }
     return 1;

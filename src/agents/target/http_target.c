@@ -248,6 +248,12 @@ fl_status fl_http_new(const fl_http_opts *o, int timeout_ms, size_t max_bytes, f
     return FL_OK;
 }
 
+void fl_http_set_timeout(fl_http *h, int timeout_ms) {
+    if (!h || timeout_ms < 1) return;
+    h->timeout_ms = timeout_ms;
+    curl_easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+}
+
 void fl_http_free(fl_http *h) {
     if (!h) return;
     if (h->curl) curl_easy_cleanup(h->curl);

@@ -70,6 +70,12 @@ void fl_target_opts_default(fl_target_opts *o) {
     o->max_log = (size_t)1 << 20;
 }
 
+void fl_target_set_timeout(fl_target *t, int timeout_ms) {
+    if (!t || timeout_ms < 1) return;
+    t->o.timeout_ms = timeout_ms;
+    fl_http_set_timeout(t->http, timeout_ms);
+}
+
 int fl_target_pid(const fl_target *t) { return (int)t->pid; }
 long fl_target_starts(const fl_target *t) { return t->starts; }
 const char *fl_target_log_path(const fl_target *t) { return t->log_path; }

@@ -129,3 +129,17 @@ void fl_oracle_stderr_key(const char *err, char *out, size_t n) {
                 *c == '.';
     norm_line(last_a, ident ? colon : last_b, out, k, n);
 }
+
+/* s for a finding's message: control characters as spaces, cut at cap - 4 bytes on a whole
+ * UTF-8 character with "..." (here, beside ora_add, so every oracle file calls only down). */
+const char *ora_snip(const char *s, char *buf, size_t cap) {
+    size_t k = 0, n = s ? strlen(s) : 0, max = cap > 4 ? cap - 4 : 0;
+    for (size_t i = 0; i < n && k < max; i++) buf[k++] = (unsigned char)s[i] < 0x20 ? ' ' : s[i];
+    if (k < n) {
+        while (k > 0 && ((unsigned char)buf[k] & 0xc0) == 0x80) k--; /* a whole UTF-8 character */
+        memcpy(buf + k, "...", 4);
+    } else {
+        buf[k] = 0;
+    }
+    return buf;
+}

@@ -22,18 +22,6 @@ void fl_oracle_opts_default(fl_oracle_opts *o) {
                           .kinds = (1u << FL_FIND_COUNT_) - 1};
 }
 
-const char *ora_snip(const char *s, char *buf, size_t cap) {
-    size_t k = 0, n = s ? strlen(s) : 0, max = cap > 4 ? cap - 4 : 0;
-    for (size_t i = 0; i < n && k < max; i++) buf[k++] = (unsigned char)s[i] < 0x20 ? ' ' : s[i];
-    if (k < n) {
-        while (k > 0 && ((unsigned char)buf[k] & 0xc0) == 0x80) k--; /* a whole UTF-8 character */
-        memcpy(buf + k, "...", 4);
-    } else {
-        buf[k] = 0;
-    }
-    return buf;
-}
-
 #define S(x) ((x) ? (x) : "?")
 
 static const char *last_actor(const fl_trace *t, const fl_spec *spec) {

@@ -12,13 +12,9 @@
 
 #include "agents/campaign/report_int.h"
 #include "flare/agents/campaign.h"
+#include "campfix.h"
 
 static char tmp[64], tgt[128], seeds[128], spec[128], dict[128];
-
-static void write_file(const char *path, const char *text) {
-    fl_err e = {0};
-    if (fl_file_write_atomic(path, text, strlen(text), &e) != FL_OK) fail_msg("%s", e.msg);
-}
 
 static int setup(void **state) {
     strcpy(tmp, "/tmp/flare_campaign_XXXXXX");
@@ -115,16 +111,6 @@ static void read_stats(const char *out, od_kv *kv) {
     fl_err e = {0};
     snprintf(p, sizeof p, "%s/fuzzer_stats", out);
     if (od_kv_read(p, kv, &e) != FL_OK) fail_msg("%s", e.msg);
-}
-
-static char *slurp(const char *path) {
-    uint8_t *b;
-    size_t n;
-    fl_err e = {0};
-    if (fl_file_read(path, &b, &n, &e) != FL_OK) fail_msg("%s", e.msg);
-    char *s = realloc(b, n + 1);
-    s[n] = 0;
-    return s;
 }
 
 /* ---- tests ---------------------------------------------------------------------------------- */

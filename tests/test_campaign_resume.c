@@ -10,23 +10,9 @@
 
 #include "agents/campaign/campaign_int.h"
 #include "flare/agents/campaign.h"
+#include "campfix.h"
 
 static char tmp[64], tgt[128], seeds[128], spec[128], dict[128], out[128];
-
-static void write_file(const char *path, const char *text) {
-    fl_err e = {0};
-    if (fl_file_write_atomic(path, text, strlen(text), &e) != FL_OK) fail_msg("%s", e.msg);
-}
-
-static char *slurp(const char *path) {
-    uint8_t *b;
-    size_t n;
-    fl_err e = {0};
-    if (fl_file_read(path, &b, &n, &e) != FL_OK) fail_msg("%s", e.msg);
-    char *s = realloc(b, n + 1);
-    s[n] = 0;
-    return s;
-}
 
 static int setup(void **state) {
     (void)state;
@@ -82,19 +68,6 @@ static fl_status run_logged(const fl_campaign_opts *o, fl_campaign_result *r, fl
     return st;
 }
 
-static char *stat_val(const char *key) {
-    char p[256];
-    fl_err e = {0};
-    od_kv kv;
-    snprintf(p, sizeof p, "%s/fuzzer_stats", out);
-    if (od_kv_read(p, &kv, &e) != FL_OK) fail_msg("%s", e.msg);
-    const char *v = od_kv_get(&kv, key);
-    if (!v) fail_msg("fuzzer_stats has no key '%s'", key);
-    char *r = strdup(v);
-    od_kv_free(&kv);
-    return r;
-}
-
 static void test_resume_keeps_the_record(void **state) {
     (void)state;
     char *argv[] = {tgt, NULL}, *log, *v;
@@ -106,8 +79,8 @@ static void test_resume_keeps_the_record(void **state) {
     o.timeout_ms = 2000;
     if (fl_campaign_run(&o, &r, &e)) fail_msg("%s", e.msg);
     char *spec_abs = realpath(spec, NULL), *dict_abs = realpath(dict, NULL);
-    v = stat_val("spec"), assert_string_equal(v, spec_abs), free(v);
-    v = stat_val("dict"), assert_string_equal(v, dict_abs), free(v);
+    v = stat_val(out, "spec"), assert_string_equal(v, spec_abs), free(v);
+    v = stat_val(out, "dict"), assert_string_equal(v, dict_abs), free(v);
 
     /* resumed with nothing given: the record's spec, dictionary, schedule, seed, timeout */
     opts(&o, "-", argv);
@@ -118,9 +91,9 @@ static void test_resume_keeps_the_record(void **state) {
     assert_true(r.stats.edges_allowed > 0); /* the spec is on */
     assert_null(strstr(log, "warning"));
     free(log);
-    v = stat_val("spec"), assert_string_equal(v, spec_abs), free(v);
-    v = stat_val("dict"), assert_string_equal(v, dict_abs), free(v);
-    v = stat_val("schedule"), assert_string_equal(v, "exploit"), free(v);
+    v = stat_val(out, "spec"), assert_string_equal(v, spec_abs), free(v);
+    v = stat_val(out, "dict"), assert_string_equal(v, dict_abs), free(v);
+    v = stat_val(out, "schedule"), assert_string_equal(v, "exploit"), free(v);
 
     /* given and different: used, with a warning naming both values */
     opts(&o, "-", argv);
@@ -141,7 +114,7 @@ static void test_resume_keeps_the_record(void **state) {
     assert_int_equal(r.stats.edges_allowed, 0);
     assert_true(r.stats.inter_cov < 0);
     free(log);
-    v = stat_val("spec"), assert_string_equal(v, ""), free(v);
+    v = stat_val(out, "spec"), assert_string_equal(v, ""), free(v);
     free(spec_abs), free(dict_abs);
 }
 

@@ -9,13 +9,9 @@
 
 #include "agents/campaign/campaign_int.h"
 #include "flare/agents/campaign.h"
+#include "campfix.h"
 
 static char tmp[64], tgt[128], seeds[128], boom[128];
-
-static void write_file(const char *path, const char *text) {
-    fl_err e = {0};
-    if (fl_file_write_atomic(path, text, strlen(text), &e) != FL_OK) fail_msg("%s", e.msg);
-}
 
 static int setup(void **state) {
     (void)state;
@@ -45,19 +41,6 @@ static void opts(fl_campaign_opts *o, const char *in, const char *out, char **ar
     fl_campaign_opts_default(o);
     o->in_dir = in, o->out_dir = out, o->argv = argv;
     o->max_execs = 40, o->seed = 3, o->write_report = 0;
-}
-
-static char *stat_val(const char *out, const char *key) {
-    char p[256];
-    fl_err e = {0};
-    od_kv kv;
-    snprintf(p, sizeof p, "%s/fuzzer_stats", out);
-    if (od_kv_read(p, &kv, &e) != FL_OK) fail_msg("%s", e.msg);
-    const char *v = od_kv_get(&kv, key);
-    if (!v) fail_msg("fuzzer_stats has no key '%s'", key);
-    char *r = strdup(v);
-    od_kv_free(&kv);
-    return r;
 }
 
 static void test_calibrate_rule(void **state) {

@@ -50,7 +50,7 @@ static void test_calibrate_rule(void **state) {
     assert_int_equal(camp_timeout_calibrate(401), 2100); /* 5 x 401 = 2005, up to 100 ms */
     assert_int_equal(camp_timeout_calibrate(1e6), FL_CAMPAIGN_TIMEOUT_CAP);
     assert_int_equal(camp_max_len_default(10), FL_CAMPAIGN_LEN_FLOOR);
-    assert_int_equal(camp_max_len_default(500), 2000);
+    assert_int_equal(camp_max_len_default(1500), 6000);
     assert_int_equal(camp_max_len_default(100000), FL_CAMPAIGN_LEN_CAP);
 }
 

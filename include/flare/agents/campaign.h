@@ -96,9 +96,10 @@ typedef struct fl_campaign_stats {
 #define FL_CAMPAIGN_TIMEOUT_FLOOR 100
 #define FL_CAMPAIGN_TIMEOUT_CAP 10000
 
-/* The default --max-len, as libFuzzer derives -max_len from its corpus. */
+/* The default --max-len, as libFuzzer derives -max_len from its corpus: the floor is its
+ * kMinDefaultLen (4096), so a short seed set still reaches long-input defects. */
 #define FL_CAMPAIGN_LEN_MULT 4
-#define FL_CAMPAIGN_LEN_FLOOR 256
+#define FL_CAMPAIGN_LEN_FLOOR 4096
 #define FL_CAMPAIGN_LEN_CAP 8192
 
 #define FL_CAMP_GIVEN_SCHEDULE 1u

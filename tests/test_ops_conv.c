@@ -237,6 +237,8 @@ static void test_conv(void **state) {
         CONV(.h = 7, .w = 8, .dh = 2, .dw = 2, .pt = 2, .pl = 1, .pb = 0, .pr = 2),
         CONV(.c = 4, .m = 6, .group = 2, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .bias = 1),
         CONV(.c = 3, .m = 3, .group = 3, .sh = 2, .sw = 1, .pt = 1, .pl = 1, .pb = 1, .pr = 1), /* depthwise */
+        CONV(.c = 4, .m = 4, .group = 4, .sh = 2, .sw = 2, .pt = 1, .pl = 2, .pb = 0, .pr = 1, .bias = 1),
+        CONV(.c = 2, .m = 2, .group = 2, .dh = 2, .dw = 2, .pt = 2, .pl = 2, .pb = 2, .pr = 2, .bias = 1),
         CONV(.c = 2, .m = 4, .group = 2, .kh = 2, .kw = 3, .auto_pad = "SAME_UPPER", .sh = 2, .sw = 2),
         CONV(.kh = 2, .kw = 2, .auto_pad = "SAME_LOWER", .bias = 1),
         CONV(.kh = 2, .kw = 3, .auto_pad = "VALID", .sh = 2, .sw = 1),

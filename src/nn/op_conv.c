@@ -1,6 +1,6 @@
 /* Conv (2-D). ConvTranspose is in op_convt.c; what both (and the pools) build on is in
  * window.c (window attributes), conv_lower.c (convolution lowered to GEMM, see op_conv.h),
- * conv_small.c (the small direct path) and bias.c. */
+ * conv_small.c (the small direct path), conv_dw.c (depthwise) and bias.c. */
 #include <limits.h>
 
 #include "flare/model.h"
@@ -111,7 +111,9 @@ static void conv_forward(fl_model *m, fl_node *n) {
     const fl_tensor *b = fl_in(m, n, 2);
     fl_tensor *y = fl_out(m, n, 0);
     const float *bias = b ? b->data : NULL;
-    if (conv_is_small_direct(s)) {
+    if (fl_conv_dw_ok(&s->L)) {
+        fl_conv_dw_forward(&s->L, fl_in(m, n, 1)->data, bias, fl_in(m, n, 0)->data, y->data);
+    } else if (conv_is_small_direct(s)) {
         small_job J = {.L = &s->L, .W = fl_in(m, n, 1)->data, .bias = bias,
                        .X = fl_in(m, n, 0)->data, .Y = y->data};
         fl_parallel_for(s->L.n, small_forward_range, &J);
@@ -129,6 +131,14 @@ static void conv_backward(fl_model *m, fl_node *n) {
     /* weight gradient first: it can reuse the columns the forward pass left in the buffer,
      * which the input gradient then overwrites */
     float *dbias = db ? db->data : NULL;
+    if (fl_conv_dw_ok(&s->L)) {
+        if (dw)
+            fl_conv_dw_grad_w(&s->L, dw->data, dbias, dy->data, fl_in(m, n, 0)->data);
+        else if (db)
+            fl_bias_grad(db->data, dy->data, dy->shape[0], dy->shape[1], dy->shape[2] * dy->shape[3]);
+        if (dx) fl_conv_dw_adjoint(&s->L, fl_in(m, n, 1)->data, dy->data, dx->data, fresh);
+        return;
+    }
     if (dw && conv_is_small_direct(s))
         conv_small_direct_grad_w(&s->L, dw->data, dbias, dy->data, fl_in(m, n, 0)->data);
     else if (dw)

@@ -114,6 +114,18 @@ void fl_conv_small_forward(const fl_conv2d_geom *g, int M, const float *W, const
 void fl_conv_small_grad_w(const fl_conv2d_geom *g, int M, const float *dY, const float *X,
                           float *dW, float *dB, int64_t i0, int64_t i1);
 
+/* ---- depthwise convolution (conv_dw.c) -------------------------------------------------------
+ * group == C == M (W [C, 1, kh, kw]), any stride, padding and dilation, computed directly on
+ * L's geometry: Y = W (*) X (+ bias); dX += (or = when clear) its adjoint; dW (and dB, when not
+ * NULL) += the gradients. Each spreads its work over the thread pool. */
+int fl_conv_dw_ok(const fl_lowered *L);
+void fl_conv_dw_forward(const fl_lowered *L, const float *W, const float *bias, const float *X,
+                        float *Y);
+void fl_conv_dw_adjoint(const fl_lowered *L, const float *W, const float *dY, float *dX,
+                        int clear);
+void fl_conv_dw_grad_w(const fl_lowered *L, float *dW, float *dB, const float *dY,
+                       const float *X);
+
 /* y[n, c, :] += b[c] over [N, C, P]; db[c] += sum of dy[n, c, :]. */
 void fl_bias_add(float *y, const float *b, int64_t n, int64_t c, int64_t p);
 void fl_bias_grad(float *db, const float *dy, int64_t n, int64_t c, int64_t p);

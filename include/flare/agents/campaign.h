@@ -223,12 +223,13 @@ typedef struct fl_replay_result {
     char skipped_why[320]; /* ... "2 shrunk copies (*.min.json), 1 target logs (logs/)" or "" */
 } fl_replay_result;
 
-/* Re-run the cases under `path`: a file (any name), or a folder searched recursively for
- * *.json (out/failures, out/hangs, or out/ itself, whose queue/ and logs/ are skipped), or a
- * queue folder given itself (every entry id:...). What was left out is counted with reasons.
- * An empty selection is not an error here (n_cases 0); the CLI makes it one. */
-fl_status fl_replay_run(const char *path, const fl_replay_opts *o, fl_replay_result *r,
-                        fl_err *e);
+/* Re-run the cases under each of the n paths: a file (any name), or a folder searched
+ * recursively for *.json (out/failures, out/hangs, or out/ itself, whose queue/ and logs/ are
+ * skipped), or a queue folder given itself (every entry id:...), in the order given. What was
+ * left out is counted with reasons. An empty selection is not an error here (n_cases 0); the
+ * CLI makes it one. */
+fl_status fl_replay_run(const char *const *paths, int n, const fl_replay_opts *o,
+                        fl_replay_result *r, fl_err *e);
 
 /* ---- minimisation --------------------------------------------------------------------------- */
 typedef struct fl_min_opts {

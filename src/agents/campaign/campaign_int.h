@@ -76,7 +76,7 @@ void saved_case_list_free(char **paths, int n);
 /* What replay takes from path: a file named itself; in a folder (recursively) the *.json files,
  * but in a queue folder given itself every entry id:...; the rest is counted in skipped[] by
  * reason (saved_skip_name). Sorted by path. */
-enum { SAVED_SKIP_MIN, SAVED_SKIP_QUEUE, SAVED_SKIP_LOG, SAVED_SKIP_OTHER, SAVED_SKIP_COUNT_ };
+enum { SAVED_SKIP_MIN, SAVED_SKIP_QUEUE, SAVED_SKIP_LOG, SAVED_SKIP_OTHER, SAVED_SKIP_TWICE, SAVED_SKIP_COUNT_ };
 fl_status saved_case_select(const char *path, char ***paths, int *n, int skipped[SAVED_SKIP_COUNT_], fl_err *e);
 const char *saved_skip_name(int why);
 /* A failure file's text (malloc'd, NULL when out of memory): c's request members, then f

@@ -134,7 +134,8 @@ fl_status saved_case_select(const char *path, char ***paths, int *n, int skipped
 const char *saved_skip_name(int why) {
     static const char *const names[SAVED_SKIP_COUNT_] = {
         "shrunk copies (*.min.json)", "the corpus (queue/: replay it by name)", "target logs (logs/)",
-        "not a case file (neither *.json nor a queue entry id:...)"};
+        "not a case file (neither *.json nor a queue entry id:...)",
+        "named twice (by two of the paths given)"};
     return why >= 0 && why < SAVED_SKIP_COUNT_ ? names[why] : "?";
 }
 

@@ -250,7 +250,7 @@ void camp_process(camp *cp, fl_case *c, const fl_trace *t, const camp_origin *or
                 char rel[300], p[4096];
                 snprintf(rel, sizeof rel, "queue/%s", x->name);
                 snprintf(c->id, sizeof c->id, "%06d", x->id);
-                char *txt = fl_case_to_json(c);
+                char *txt = fl_case_to_file_json(c); /* with its expect: a resume keeps it */
                 if (!txt) fl_fail(&e, FL_ERR_NOMEM, "out of memory"), camp_fail(cp, &e);
                 else if (od_path(p, sizeof p, cp->o->out_dir, rel, &e) ||
                          fl_file_write_atomic(p, txt, strlen(txt), &e))

@@ -8,7 +8,6 @@
 #include <sys/stat.h>
 
 #include "agents/campaign/campaign_int.h"
-#include "flare/agents/expect.h"
 #include "flare/agents/oracle.h"
 #include "flare/agents/protocol.h"
 
@@ -146,10 +145,9 @@ void saved_case_list_free(char **paths, int n) {
 
 char *saved_case_json(const fl_case *c, const fl_trace *t, const fl_finding *f,
                       const char *spec, const char *target, cJSON *found) {
-    char *req = fl_case_to_json(c), *res = t ? fl_trace_report_json(NULL, t) : NULL, *txt = NULL;
+    char *req = fl_case_to_file_json(c), *res = t ? fl_trace_report_json(NULL, t) : NULL, *txt = NULL;
     cJSON *j = req ? cJSON_Parse(req) : NULL;
     if (!j || (t && !res)) goto out;
-    if (c->expect) cJSON_AddItemToObject(j, "expect", fl_expect_json(c->expect)); /* never sent to the target */
     if (f) {
         cJSON_AddStringToObject(j, "kind", fl_finding_kind_name(f->kind));
         if (f->mast) cJSON_AddStringToObject(j, "mast", f->mast);

@@ -712,6 +712,30 @@ static int wait_epochs(const char *stats, int want) {
     return epochs;
 }
 
+/* nn train of an MLP for "ever" (it is stopped with stop_train), output to log, in the
+ * background. */
+static pid_t start_train(const char *log, const char *stats, const char *m) {
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        FILE *f = freopen(log, "w", stdout);
+        if (!f || dup2(fileno(stdout), 2) < 0) _exit(99);
+        execl(getenv("FLARE_BIN"), "flare", "nn", "train", "-a", "mlp", "-n", "2000", "-e", "100000", "-s", "1",
+              "-t", "1", "--stats", stats, "-o", m, (char *)NULL);
+        _exit(98);
+    }
+    return pid;
+}
+
+/* Ctrl-C to a start_train; its exit status. */
+static int stop_train(pid_t pid) {
+    int st;
+    assert_int_equal(kill(pid, SIGINT), 0);
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    return WEXITSTATUS(st);
+}
+
 /* nn train failing partway (its output folder removed during training, so the model cannot be
  * written): exit 1 naming the model, and no statistics file, neither STATS nor STATS.tmp. */
 static void test_train_fails_partway(void **state) {
@@ -722,22 +746,10 @@ static void test_train_fails_partway(void **state) {
     snprintf(stats, sizeof stats, "%s/gone.stats.jsonl", tmp);
     snprintf(log, sizeof log, "%s/gone.log", tmp);
     assert_int_equal(mkdir(dir, 0755), 0);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        FILE *f = freopen(log, "w", stdout);
-        if (!f || dup2(fileno(stdout), 2) < 0) _exit(99);
-        execl(getenv("FLARE_BIN"), "flare", "nn", "train", "-a", "mlp", "-n", "2000", "-e", "100000", "-s", "1",
-              "-t", "1", "--stats", stats, "-o", m, (char *)NULL);
-        _exit(98);
-    }
+    pid_t pid = start_train(log, stats, m);
     assert_true(wait_epochs(stats, 1) >= 1);
     assert_int_equal(rmdir(dir), 0); /* empty: the model is written only at the end */
-    assert_int_equal(kill(pid, SIGINT), 0);
-    int st;
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    assert_true(WIFEXITED(st));
-    assert_int_equal(WEXITSTATUS(st), 1);
+    assert_int_equal(stop_train(pid), 1);
     res r = run(0, "cat %s", log);
     assert_contains(r.out, "m.onnx");
     free(r.out);
@@ -756,22 +768,10 @@ static void test_train_ctrl_c(void **state) {
     snprintf(m, sizeof m, "%s/int.onnx", tmp);
     snprintf(stats, sizeof stats, "%s/int.stats.jsonl", tmp);
     snprintf(log, sizeof log, "%s/int.log", tmp);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        FILE *f = freopen(log, "w", stdout);
-        if (!f || dup2(fileno(stdout), 2) < 0) _exit(99);
-        execl(getenv("FLARE_BIN"), "flare", "nn", "train", "-a", "mlp", "-n", "2000", "-e",
-              "100000", "-s", "1", "-t", "1", "-o", m, (char *)NULL);
-        _exit(98);
-    }
+    pid_t pid = start_train(log, stats, m);
     assert_true(wait_epochs(stats, 2) >= 2); /* two finished, then interrupt the third */
     assert_false(file_exists(stats));        /* until the end, the lines are in STATS.tmp */
-    assert_int_equal(kill(pid, SIGINT), 0);
-    int st;
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    assert_true(WIFEXITED(st));
-    assert_int_equal(WEXITSTATUS(st), 130);
+    assert_int_equal(stop_train(pid), 130);
     res r = run(0, "cat %s", log);
     assert_contains(r.out, "stopped by Ctrl-C during epoch");
     free(r.out);

@@ -22,9 +22,14 @@
 #include "testutil.h"
 
 #define EXPORTER "tests/zoo/export.py"
+#define UPGRADER "tests/zoo/upgrade.py"
 #define TOL 1e-4
 
 static char zoo_dir[512];
+/* The opset-17 exports converted to opsets 18..21 (upgrade.py): between them every rewrite it
+ * makes (Reduce axes as input, Pad axes, Gelu) and every op of the zoo's transformers. */
+static const char *const upgraded[] = {"mnasnet0_5", "shufflenet_v2_x0_5", "densenet121",
+                                       "vit_mini",   "swin_mini",          "convnext_mini", NULL};
 static int full; /* FLARE_ZOO_FULL=1: the named ConvNeXt / ViT / Swin variants (export.py --full) */
 static char opset_list[128]; /* FLARE_ZOO_OPSETS, "" for the default 13,17 */
 static int have_torch = -1; /* -1 unknown, 0 missing, 1 there */
@@ -68,6 +73,17 @@ static int export_zoo(void **state) {
         fprintf(stderr, "zoo: %s exported in %.0f s (rc %d)\n", zoo_dir, fl_now() - t0, rc);
     }
     exported = mtime(manifest) >= mtime(EXPORTER);
+    /* the opset 18..21 conversions of some opset-17 exports (upgrade.py), redone with either */
+    char converted[600];
+    snprintf(converted, sizeof converted, "%s/converted.txt", zoo_dir);
+    if (exported && !*opset_list &&
+        (mtime(converted) < mtime(UPGRADER) || mtime(converted) < mtime(manifest))) {
+        char names[512] = "";
+        for (int i = 0; upgraded[i]; i++)
+            snprintf(names + strlen(names), sizeof names - strlen(names), " %s", upgraded[i]);
+        int rc = tu_sh(NULL, "/usr/bin/python3 " UPGRADER " '%s'%s", zoo_dir, names);
+        fprintf(stderr, "zoo: converted to opsets 18..21 (rc %d)\n", rc);
+    }
     close(fd); /* releases the lock */
     return 0;
 }
@@ -75,7 +91,8 @@ static int export_zoo(void **state) {
 typedef struct zoo_case {
     const char *name;
     int opset;
-    int kinked; /* ReLU / MaxPool: see grad_check */
+    int kinked;    /* ReLU / MaxPool: see grad_check */
+    int converted; /* made from the opset-17 export by upgrade.py (opsets 18..21) */
 } zoo_case;
 
 /* The manifest line of c: batch, export and torch times; "export-failed" fails the case. */
@@ -84,9 +101,9 @@ static void manifest_line(const zoo_case *c, int *batch, double *ms) {
     snprintf(path, sizeof path, "%s/manifest.txt", zoo_dir);
     FILE *f = fopen(path, "r");
     assert_non_null(f);
-    int found = 0, opset;
+    int found = 0, opset, want = c->converted ? 17 : c->opset;
     while (!found && fgets(line, sizeof line, f)) {
-        if (sscanf(line, "%127s %d", name, &opset) != 2 || strcmp(name, c->name) || opset != c->opset)
+        if (sscanf(line, "%127s %d", name, &opset) != 2 || strcmp(name, c->name) || opset != want)
             continue;
         found = 1;
         if (sscanf(line, "%*s %*d %d %lf %lf %lf %63s", batch, &ms[0], &ms[1], &ms[2], status) != 5)
@@ -151,6 +168,41 @@ static void grad_check(const zoo_case *c, const fl_tensor *g, const fl_tensor *w
     }
 }
 
+/* How many nodes upgrade.py rewrote in c's conversion (converted.txt), -1 when not listed. */
+static int rewritten(const zoo_case *c) {
+    char path[600], name[128];
+    snprintf(path, sizeof path, "%s/converted.txt", zoo_dir);
+    FILE *f = fopen(path, "r");
+    int opset, count, found = -1;
+    while (f && found < 0 && fscanf(f, "%127s %d %d", name, &opset, &count) == 3)
+        if (!strcmp(name, c->name) && opset == c->opset) found = count;
+    if (f) fclose(f);
+    return found;
+}
+
+/* A converted model computes what its opset-17 original computes in flare: the same kernels
+ * (bit for bit) where only the spelling changed, Gelu against torch's expansion of it to float
+ * rounding. Every listed model has a node rewritten by opset 20, so the new spellings run. */
+static void same_as_opset17(const zoo_case *c, const char *dir17, const fl_tensor *x,
+                            const fl_tensor *out) {
+    int count = rewritten(c);
+    if (count < 0) fail_msg("%s opset %d: not in %s/converted.txt", c->name, c->opset, zoo_dir);
+    if (c->opset >= 20) assert_true(count > 0);
+    char path[700];
+    snprintf(path, sizeof path, "%s/model.onnx", dir17);
+    fl_err e = {0};
+    fl_model *m17 = NULL;
+    if (fl_onnx_load(path, &m17, &e) != FL_OK) fail_msg("load: %s", e.msg);
+    if (fl_model_forward(m17, x, &e) != FL_OK) fail_msg("forward %s: %s", path, e.msg);
+    const fl_tensor *y17 = fl_model_output(m17, 0);
+    assert_true(fl_tensor_same_shape(out, y17));
+    double err = rel_err_range(out, y17, 0, y17->size, max_abs(y17));
+    print_message("zoo: %-20s opset %d (converted from 17, %d nodes rewritten) vs flare at opset 17: rel %.1e\n",
+                  c->name, c->opset, count, err);
+    assert_true(err <= 1e-6);
+    fl_model_free(m17);
+}
+
 static void run_case(void **state) {
     const zoo_case *c = *state;
     TU_NEED(have_torch, "python3-torch and python3-torchvision (tests/zoo/export.py)");
@@ -161,8 +213,9 @@ static void run_case(void **state) {
     manifest_line(c, &batch, torch_ms);
 
     char dir[600], path[700];
-    snprintf(dir, sizeof dir, "%s/%s-op%d", zoo_dir, c->name, c->opset);
-    snprintf(path, sizeof path, "%s/model.onnx", dir);
+    snprintf(dir, sizeof dir, "%s/%s-op%d", zoo_dir, c->name, c->converted ? 17 : c->opset);
+    if (c->converted) snprintf(path, sizeof path, "%s/%s-op17to%d/model.onnx", zoo_dir, c->name, c->opset);
+    else snprintf(path, sizeof path, "%s/model.onnx", dir);
     fl_tensor x = load_npy(dir, "x.npy"), y = load_npy(dir, "y.npy");
     assert_int_equal(x.shape[0], batch);
 
@@ -194,6 +247,7 @@ static void run_case(void **state) {
                   torch_ms[1], err, 1e3 * (t3 - t2), torch_ms[2]);
     assert_true(err <= TOL);
     grad_check(c, g, &gx);
+    if (c->converted) same_as_opset17(c, dir, &x, out);
     fl_model_free(m);
     fl_tensor_free(&seed);
     fl_tensor_free(&gx);
@@ -238,16 +292,22 @@ int main(void) {
             n_opsets++;
         }
     }
-    static zoo_case cases[N_MODELS * MAX_OPSETS];
-    static struct CMUnitTest tests[N_MODELS * MAX_OPSETS];
-    static char names[N_MODELS * MAX_OPSETS][64];
+    enum { MAX_CASES = N_MODELS * (MAX_OPSETS + 4) };
+    static zoo_case cases[MAX_CASES];
+    static struct CMUnitTest tests[MAX_CASES];
+    static char names[MAX_CASES][64];
     int n = 0;
-    for (int i = 0; i < N_MODELS; i++)
-        for (int k = 0; k < n_opsets; k++, n++) {
-            const zoo_model *md = &models[i];
-            cases[n] = (zoo_case){full && md->full_name ? md->full_name : md->name, opsets[k], md->kinked};
-            snprintf(names[n], sizeof names[n], "%s_opset%d", cases[n].name, cases[n].opset);
+    for (int i = 0; i < N_MODELS; i++) {
+        const zoo_model *md = &models[i];
+        const char *name = full && md->full_name ? md->full_name : md->name;
+        int conv = 0; /* opsets 18..21 by conversion: the default run's reduced models only */
+        for (int u = 0; upgraded[u] && !full && !*opset_list; u++) conv |= !strcmp(upgraded[u], name);
+        for (int k = 0; k < n_opsets + 4 * conv; k++, n++) {
+            int c = k >= n_opsets;
+            cases[n] = (zoo_case){name, c ? 18 + k - n_opsets : opsets[k], md->kinked, c};
+            snprintf(names[n], sizeof names[n], "%s_opset%d%s", name, cases[n].opset, c ? "_from17" : "");
             tests[n] = (struct CMUnitTest){names[n], run_case, NULL, NULL, &cases[n]};
         }
+    }
     return _cmocka_run_group_tests("test_zoo", tests, (size_t)n, export_zoo, NULL);
 }

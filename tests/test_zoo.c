@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "flare/cover.h"
 #include "flare/data.h"
 #include "flare/flare.h"
 #include "flare/onnx.h"
@@ -255,6 +256,111 @@ static void run_case(void **state) {
     fl_tensor_free(&y);
 }
 
+/* Coverage on every layer of a zoo model (issue 14): the layer set "all" holds each node
+ * output with neurons of each input — for a ViT its [N, tokens, features] tensors, whose neuron
+ * is a feature's mean over the tokens — and a profile and every structural criterion run on
+ * it. The neuron values of each layer are checked against their definition computed here
+ * (double sums over the tokens, the positions, or the value itself), both through
+ * fl_layerset_neurons and through the coverage view, with the per-input range; then
+ * `flare nn profile` and `flare nn cover` run on the export. */
+typedef struct cover_case {
+    const char *name;
+    int min_token_layers; /* layers of rank 3 the set must hold */
+} cover_case;
+
+static double naive_neuron(const fl_tensor *t, int64_t b, int64_t c) {
+    fl_neuron_shape ns;
+    assert_true(fl_neuron_shape_of(t, &ns));
+    const float *x = t->data + b * ns.outer * ns.width * ns.inner;
+    double s = 0;
+    for (int64_t o = 0; o < ns.outer; o++)
+        for (int64_t i = 0; i < ns.inner; i++) s += x[(o * ns.width + c) * ns.inner + i];
+    return s / (double)(ns.outer * ns.inner);
+}
+
+static void cover_zoo(void **state) {
+    const cover_case *cc = *state;
+    TU_NEED(have_torch, "python3-torch and python3-torchvision (tests/zoo/export.py)");
+    if (!exported) fail_msg("tests/zoo/export.py failed");
+    char dir[600], path[700], data[700];
+    snprintf(dir, sizeof dir, "%s/%s-op17", zoo_dir, cc->name);
+    snprintf(path, sizeof path, "%s/model.onnx", dir);
+    snprintf(data, sizeof data, "npy:%s/x.npy", dir);
+    fl_tensor x = load_npy(dir, "x.npy");
+    fl_err e = {0};
+    fl_model *m = NULL;
+    if (fl_onnx_load(path, &m, &e) != FL_OK) fail_msg("load: %s", e.msg);
+    fl_layerset *ls = NULL;
+    if (fl_layerset_make(m, "all", &ls, &e) != FL_OK) fail_msg("layer set: %s", e.msg);
+    if (fl_model_forward(m, &x, &e) != FL_OK) fail_msg("forward: %s", e.msg);
+    int64_t N = x.shape[0];
+    float *v = malloc(sizeof(float) * (size_t)(N * ls->total));
+    assert_non_null(v);
+    fl_layerset_neurons(ls, m, v);
+    fl_cover_view view = {0};
+    if (fl_cover_view_fill(&view, ls, m, FL_COVER_NEED_ABSMEAN | FL_COVER_NEED_RANGE, &e) != FL_OK)
+        fail_msg("view: %s", e.msg);
+    int tokens = 0;
+    double worst = 0;
+    for (int l = 0; l < ls->n; l++) {
+        const fl_tensor *t = &m->values[ls->value[l]].t;
+        tokens += t->ndim == 3;
+        for (int64_t b = 0; b < N; b++) {
+            float lo = INFINITY, hi = -INFINITY;
+            for (int64_t k = 0; k < t->size / N; k++) {
+                float u = t->data[b * (t->size / N) + k];
+                lo = fminf(lo, u), hi = fmaxf(hi, u);
+            }
+            assert_true(view.b.lmin[b * ls->n + l] == lo && view.b.lmax[b * ls->n + l] == hi);
+            for (int64_t c = 0; c < ls->width[l]; c++) {
+                double want = naive_neuron(t, b, c), tol = 1e-5 * fmax(1.0, fabs(want));
+                int64_t at = b * ls->total + ls->offset[l] + c;
+                worst = fmax(worst, fabs(view.b.mean[at] - want));
+                if (fabs(v[at] - want) > tol || fabs(view.b.mean[at] - want) > tol)
+                    fail_msg("%s layer '%s' input %lld neuron %lld: %g / %g, want %g", cc->name,
+                             ls->name[l], (long long)b, (long long)c, v[at], view.b.mean[at], want);
+            }
+        }
+    }
+    print_message("zoo cover: %-12s %d layers (%d of tokens x features), %lld neurons, max |view - "
+                  "definition| %.1e\n", cc->name, ls->n, tokens, (long long)ls->total, worst);
+    assert_true(tokens >= cc->min_token_layers);
+    /* profile, then every structural criterion on the same inputs */
+    fl_profile *p = NULL;
+    assert_int_equal(fl_profile_new(ls, &p, &e), FL_OK);
+    assert_int_equal(fl_profile_add(p, view.b.mean, (int)N, &e), FL_OK);
+    fl_cover_ctx ctx = {.m = m, .ls = ls, .profile = p};
+    fl_coverset *cs = NULL;
+    if (fl_coverset_new(&ctx, "nc:0.5,kmnc:10,nbc,snac,tknc:3,tknp", &cs, &e) != FL_OK)
+        fail_msg("coverset: %s", e.msg);
+    assert_int_equal(fl_coverset_update_model(cs, m, NULL, &e), FL_OK);
+    int64_t cov, tot;
+    fl_cover_stats(cs->c[0], &cov, &tot); /* nc: some neuron of every layer is above 0.5 */
+    assert_true(cov > 0 && tot == ls->total);
+    fl_cover_stats(cs->c[1], &cov, &tot); /* kmnc over the inputs' own range: every input hits */
+    assert_true(cov >= (int64_t)N && tot > 0);
+    fl_cover_stats(cs->c[2], &cov, &tot); /* nbc: nothing outside the profile of these inputs */
+    assert_int_equal(cov, 0);
+    fl_cover_stats(cs->c[5], &cov, &tot); /* tknp: the N inputs' patterns */
+    assert_true(cov >= 1 && cov <= N);
+    fl_coverset_free(cs);
+    fl_profile_free(p);
+    /* the commands on the export */
+    char prof[700];
+    snprintf(prof, sizeof prof, "%s/cover.profile", dir);
+    assert_int_equal(tu_sh(NULL, "build/flare nn profile -m '%s' --data '%s' -o '%s' -q", path, data, prof), 0);
+    /* (the JSON of 155 layers is longer than tu_sh keeps: into a file, then looked at) */
+    assert_int_equal(tu_sh(NULL, "build/flare nn cover -m '%s' --profile '%s' --data '%s' --json "
+                                 "--criteria nc:0.5,kmnc:10,tknc:3 > '%s.json' && grep -q "
+                                 "'\"criterion\":[[:space:]]*\"kmnc:10\"' '%s.json'",
+                           path, prof, data, prof, prof), 0);
+    fl_cover_view_free(&view);
+    free(v);
+    fl_layerset_free(ls);
+    fl_model_free(m);
+    fl_tensor_free(&x);
+}
+
 typedef struct zoo_model {
     const char *name, *full_name; /* full_name: FLARE_ZOO_FULL=1's variant, NULL if the same */
     int kinked;
@@ -292,7 +398,7 @@ int main(void) {
             n_opsets++;
         }
     }
-    enum { MAX_CASES = N_MODELS * (MAX_OPSETS + 4) };
+    enum { MAX_CASES = N_MODELS * (MAX_OPSETS + 4) + 2 };
     static zoo_case cases[MAX_CASES];
     static struct CMUnitTest tests[MAX_CASES];
     static char names[MAX_CASES][64];
@@ -309,5 +415,9 @@ int main(void) {
             tests[n] = (struct CMUnitTest){names[n], run_case, NULL, NULL, &cases[n]};
         }
     }
+    /* coverage on every layer: a ViT (two encoder layers of [N, 17, 32] tokens) and a CNN */
+    static const cover_case covers[] = {{"vit_mini", 10}, {"mobilenet_v3_small", 0}};
+    for (size_t i = 0; i < sizeof covers / sizeof covers[0] && !full && !*opset_list; i++, n++)
+        tests[n] = (struct CMUnitTest){covers[i].name, cover_zoo, NULL, NULL, (void *)&covers[i]};
     return _cmocka_run_group_tests("test_zoo", tests, (size_t)n, export_zoo, NULL);
 }

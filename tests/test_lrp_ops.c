@@ -1,5 +1,6 @@
 /* LRP rules of the CNN ops beyond LeNet's (issue 14): grouped and depthwise convolution,
- * Concat, AveragePool and GlobalAveragePool. Each is checked two ways:
+ * Concat, AveragePool and GlobalAveragePool, and the zero Pad torch writes before AvgPool2d.
+ * Each is checked two ways:
  *   - against a reference computed another way: the same function written with other ops,
  *     whose rules are already checked against numpy (tests/test_lrp.c) — a grouped
  *     convolution is a dense one with zeros outside the groups' blocks, Concat of two
@@ -249,13 +250,49 @@ static void pool_case(int global) {
     fl_tensor_free(&head);
 }
 
+/* torch's AvgPool2d(2, padding=1): a zero Pad (pads as input 1) then AveragePool, against
+ * AveragePool with pads and count_include_pad (the same function, checked above). */
+static void test_pad(void **state) {
+    (void)state;
+    fl_rng r;
+    fl_rng_seed(&r, 9);
+    fl_tensor w0 = tu_tensor(4, (int64_t[]){3, C_IN, 3, 3}, &r, -1, 1);
+    fl_tensor head = tu_tensor(2, (int64_t[]){K_OUT, 3 * 4 * 4}, &r, -1, 1);
+    fl_tensor pads = {0};
+    assert_int_equal(fl_tensor_alloc(&pads, 1, (int64_t[]){8}), FL_OK);
+    const float pv[8] = {0, 0, 1, 1, 0, 0, 1, 1};
+    memcpy(pads.data, pv, sizeof pv);
+    fl_model *models[2];
+    for (int v = 0; v < 2; v++) {
+        net n;
+        net_init(&n, 1);
+        int a = op1(&n, "Relu", "relu", conv(&n, "conv", n.last, param(&n, "w0", &w0), 1, 1), 0, NULL);
+        fl_attr at[4] = {{.name = "kernel_shape", .type = FL_ATTR_INTS, .n = 2, .ints = (int64_t[]){2, 2}},
+                         {.name = "strides", .type = FL_ATTR_INTS, .n = 2, .ints = (int64_t[]){2, 2}},
+                         {.name = "pads", .type = FL_ATTR_INTS, .n = 4, .ints = (int64_t[]){1, 1, 1, 1}},
+                         {.name = "count_include_pad", .type = FL_ATTR_INT, .i = 1}};
+        if (!v) {
+            int pc = fl_model_add_value(n.m, "pads", FL_VAL_CONST, &pads, &n.e);
+            assert_true(pc >= 0);
+            n.m->values[pc].onnx_dtype = 7; /* int64 */
+            a = fl_model_add_op(n.m, "Pad", "pad", 2, (int[]){a, pc}, 0, NULL, &n.e);
+            assert_true(a >= 0);
+        }
+        models[v] = net_finish(&n, op1(&n, "AveragePool", "pool", a, v ? 4 : 2, at), &head);
+    }
+    compare(models[0], models[1], "Pad then AveragePool");
+    fl_tensor_free(&w0);
+    fl_tensor_free(&head);
+    fl_tensor_free(&pads);
+}
+
 static void test_pools(void **state) {
     (void)state;
     pool_case(0);
     pool_case(1);
 }
 
-/* What has no rule is refused by name: a Concat is fine, a Sigmoid on the path is not. */
+/* What has no rule is refused by name: a Sigmoid on the path, a reflecting Pad. */
 static void test_refused(void **state) {
     (void)state;
     net n;
@@ -274,6 +311,16 @@ static void test_refused(void **state) {
     assert_non_null(strstr(e.msg, "node 'squash' (Sigmoid)"));
     assert_non_null(strstr(e.msg, "Concat"));
     fl_model_free(m);
+    net_init(&n, 1);
+    fl_attr refl[2] = {{.name = "mode", .type = FL_ATTR_STRING, .s = "reflect"},
+                       {.name = "pads", .type = FL_ATTR_INTS, .n = 8, .ints = (int64_t[]){0, 0, 1, 1, 0, 0, 1, 1}}};
+    n.m->opset = 9; /* pads as an attribute */
+    int p = op1(&n, "Pad", "mirror", conv(&n, "conv", n.last, param(&n, "w", &w), 1, 1), 2, refl);
+    m = net_finish(&n, op1(&n, "GlobalAveragePool", "gap", p, 0, NULL), &head);
+    assert_int_equal(fl_lrp_new(m, &o, &l, &e), FL_ERR_UNSUPPORTED);
+    assert_non_null(strstr(e.msg, "node 'mirror' (Pad)"));
+    assert_non_null(strstr(e.msg, "constant mode"));
+    fl_model_free(m);
     fl_tensor_free(&w);
     fl_tensor_free(&head);
 }
@@ -283,6 +330,7 @@ int main(void) {
         cmocka_unit_test(test_grouped),
         cmocka_unit_test(test_concat),
         cmocka_unit_test(test_pools),
+        cmocka_unit_test(test_pad),
         cmocka_unit_test(test_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

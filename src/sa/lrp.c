@@ -18,7 +18,7 @@
 #include "flare/lrp.h"
 #include "nn/op_conv.h"
 
-enum { K_DENSE, K_CONV, K_MAXPOOL, K_AVGPOOL, K_GAP, K_PASS, K_BN, K_ADD, K_CONCAT };
+enum { K_DENSE, K_CONV, K_MAXPOOL, K_AVGPOOL, K_GAP, K_PASS, K_BN, K_ADD, K_CONCAT, K_PAD };
 
 typedef struct lrp_step {
     int node, kind;
@@ -27,6 +27,7 @@ typedef struct lrp_step {
     int tb;             /* K_DENSE: B is stored [N,K] */
     int groups;         /* K_CONV: group (depthwise: the channel count) */
     int axis;           /* K_CONCAT: the axis, normalised on the first run */
+    int64_t pad0[FL_MAX_DIMS]; /* K_PAD: the leading pad of each axis (constant mode, >= 0) */
     float alpha;        /* K_DENSE: Gemm's alpha */
     float *wp, *wn;     /* z+: the positive and negative parts of alpha * W, W's layout */
     fl_window win;      /* pools and Conv */
@@ -109,6 +110,46 @@ static fl_status split_weights(fl_lrp *l, lrp_step *s, fl_err *e) {
     return FL_OK;
 }
 
+/* Pad: only the constant mode with pads >= 0 (torch's zero frame before AvgPool2d) has a
+ * rule: the frame is constant, like a bias, and the input's values pass relevance through
+ * unchanged. The pads are the attribute (opset < 11) or input 1 with the optional axes of
+ * input 3 (opset 18), constants in both. */
+static fl_status plan_pad(const fl_model *m, const fl_node *n, lrp_step *s, fl_err *e) {
+    const fl_attr *mode = fl_node_attr(n, "mode");
+    if (mode && mode->s && strcmp(mode->s, "constant"))
+        return unsupported(n, "pads by reflecting or repeating values (only constant mode has a rule)", e);
+    const int rank = m->values[n->in[0]].t.ndim;
+    int64_t pads[2 * FL_MAX_DIMS] = {0}, axes[FL_MAX_DIMS];
+    int np = 0, na = rank;
+    const fl_attr *pa = fl_node_attr(n, "pads");
+    if (pa) {
+        np = pa->n;
+        for (int i = 0; i < np && i < 2 * FL_MAX_DIMS; i++) pads[i] = pa->ints[i];
+    } else if (n->n_in > 1 && is_weight(m, n->in[1])) {
+        const fl_tensor *t = &m->values[n->in[1]].t;
+        np = (int)t->size;
+        for (int i = 0; i < np && i < 2 * FL_MAX_DIMS; i++) pads[i] = (int64_t)t->data[i];
+    } else {
+        return unsupported(n, "has pads computed from activations", e);
+    }
+    for (int i = 0; i < rank; i++) axes[i] = i;
+    if (n->n_in > 3 && n->in[3] >= 0) {
+        if (!is_weight(m, n->in[3])) return unsupported(n, "has axes computed from activations", e);
+        const fl_tensor *t = &m->values[n->in[3]].t;
+        na = (int)t->size;
+        for (int i = 0; i < na && i < FL_MAX_DIMS; i++)
+            axes[i] = (int64_t)t->data[i] < 0 ? (int64_t)t->data[i] + rank : (int64_t)t->data[i];
+    }
+    if (rank > FL_MAX_DIMS || na > rank || np != 2 * na)
+        return unsupported(n, "has pads LRP does not understand", e);
+    for (int i = 0; i < na; i++) {
+        if (axes[i] < 0 || axes[i] >= rank) return unsupported(n, "has an axis out of range", e);
+        if (pads[i] < 0 || pads[i + na] < 0) return unsupported(n, "crops (negative pads)", e);
+        s->pad0[axes[i]] = pads[i];
+    }
+    return FL_OK;
+}
+
 /* Turn node n (whose output is needed) into a step; mark the inputs that get relevance. */
 static fl_status plan_node(fl_lrp *l, int ni, lrp_step *s, fl_err *e) {
     fl_model *m = l->m;
@@ -160,6 +201,9 @@ static fl_status plan_node(fl_lrp *l, int ni, lrp_step *s, fl_err *e) {
         for (int i = 0; i < 2; i++)
             if (is_data(m, n->in[i])) l->need[n->in[i]] = 1;
         return FL_OK;
+    } else if (!strcmp(op, "Pad")) {
+        s->kind = K_PAD;
+        st = plan_pad(m, n, s, e);
     } else if (!strcmp(op, "Concat")) {
         s->kind = K_CONCAT;
         s->x = -1;
@@ -174,7 +218,8 @@ static fl_status plan_node(fl_lrp *l, int ni, lrp_step *s, fl_err *e) {
     } else {
         return unsupported(n, "has no relevance rule (supported: Gemm, MatMul, Conv, MaxPool, "
                               "AveragePool, GlobalAveragePool, BatchNormalization, Add, Concat, "
-                              "Relu, Identity, Dropout, Flatten, Reshape, Squeeze, Unsqueeze)",
+                              "Pad, Relu, Identity, Dropout, Flatten, Reshape, Squeeze, "
+                              "Unsqueeze)",
                            e);
     }
     if (st != FL_OK) return st;
@@ -607,6 +652,30 @@ static fl_status step_concat(fl_lrp *l, const lrp_step *s, fl_err *e) {
     return FL_OK;
 }
 
+/* Pad (constant): the input's positions take the relevance of theirs in the output. */
+static fl_status step_pad(fl_lrp *l, const lrp_step *s, fl_err *e) {
+    fl_model *m = l->m;
+    const fl_node *n = &m->nodes[s->node];
+    const fl_tensor *X = &m->values[s->x].t, *Y = &m->values[n->out[0]].t;
+    if (X->ndim != Y->ndim) return unsupported(n, "has shapes LRP does not understand", e);
+    int64_t ystride[FL_MAX_DIMS], idx[FL_MAX_DIMS] = {0}, base = 0;
+    for (int d = X->ndim - 1, st = 1; d >= 0; d--) {
+        ystride[d] = st, st *= (int)Y->shape[d];
+        if (X->shape[d] + s->pad0[d] > Y->shape[d])
+            return unsupported(n, "has shapes LRP does not understand", e);
+        base += s->pad0[d] * ystride[d];
+    }
+    const float *R = l->rel[n->out[0]].data;
+    float *rx = l->rel[s->x].data;
+    for (int64_t i = 0; i < X->size; i++) { /* idx: X's index of element i */
+        int64_t at = base;
+        for (int d = 0; d < X->ndim; d++) at += idx[d] * ystride[d];
+        rx[i] += R[at];
+        for (int d = X->ndim - 1; d >= 0 && ++idx[d] == X->shape[d]; d--) idx[d] = 0;
+    }
+    return FL_OK;
+}
+
 /* ---- running ---------------------------------------------------------------------------------- */
 fl_status fl_lrp_run(fl_lrp *l, const int32_t *target, fl_err *e) {
     fl_model *m = l->m;
@@ -661,6 +730,7 @@ fl_status fl_lrp_run(fl_lrp *l, const int32_t *target, fl_err *e) {
         case K_BN: st = step_bn(l, s); break;
         case K_ADD: st = step_add(l, s, e); break;
         case K_CONCAT: st = step_concat(l, s, e); break;
+        case K_PAD: st = step_pad(l, s, e); break;
         default: { /* K_PASS */
             if (!is_data(m, s->x)) break;
             const fl_tensor *r = &l->rel[n->out[0]];

@@ -26,6 +26,8 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+import atomic
+
 REDUCE18 = {"ReduceL1", "ReduceL2", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd",
             "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"}
 IR_VERSION = {18: 8, 19: 9, 20: 9, 21: 10}
@@ -136,10 +138,7 @@ def main(argv):
             os.replace(tmp, os.path.join(d, "model.onnx"))
             done += count
             lines.append("%s %d %d" % (name, opset, done))
-    tmp = os.path.join(zoo, "converted.txt.tmp")
-    with open(tmp, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    os.replace(tmp, os.path.join(zoo, "converted.txt"))
+    atomic.write_text(os.path.join(zoo, "converted.txt"), lines)
 
 
 if __name__ == "__main__":

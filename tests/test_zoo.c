@@ -348,9 +348,9 @@ static void cover_zoo(void **state) {
     /* the commands on the export */
     char prof[700];
     snprintf(prof, sizeof prof, "%s/cover.profile", dir);
-    assert_int_equal(tu_sh(NULL, "build/flare nn profile -m '%s' --data '%s' -o '%s' -q", path, data, prof), 0);
+    assert_int_equal(tu_sh(NULL, "\"$FLARE_BIN\" nn profile -m '%s' --data '%s' -o '%s' -q", path, data, prof), 0);
     /* (the JSON of 155 layers is longer than tu_sh keeps: into a file, then looked at) */
-    assert_int_equal(tu_sh(NULL, "build/flare nn cover -m '%s' --profile '%s' --data '%s' --json "
+    assert_int_equal(tu_sh(NULL, "\"$FLARE_BIN\" nn cover -m '%s' --profile '%s' --data '%s' --json "
                                  "--criteria nc:0.5,kmnc:10,tknc:3 > '%s.json' && grep -q "
                                  "'\"criterion\":[[:space:]]*\"kmnc:10\"' '%s.json'",
                            path, prof, data, prof, prof), 0);
@@ -379,6 +379,7 @@ static const zoo_model models[] = {
 enum { N_MODELS = sizeof models / sizeof models[0], MAX_OPSETS = 8 };
 
 int main(void) {
+    if (!getenv("FLARE_BIN")) setenv("FLARE_BIN", "build/flare", 1); /* tests/run.sh sets it */
     const char *f = getenv("FLARE_ZOO_FULL");
     full = f && !strcmp(f, "1");
     /* FLARE_ZOO_OPSETS=7,9,11: other opsets, by hand (export.py --opsets; its own cache) */

@@ -316,20 +316,50 @@ void fl_xform_menu_free(fl_xform_menu *m) {
 }
 
 /* ---- validity, mutate, distances --------------------------------------------------------- */
-int fl_fuzz_valid(const uint8_t *i0, const uint8_t *x, int64_t n, double alpha, double beta,
-                  int nonzero_size) {
-    int64_t l0 = 0, size = nonzero_size ? 0 : n;
+static int64_t valid_size(const uint8_t *i0, int64_t n, int nonzero_size) {
+    if (!nonzero_size) return n;
+    int64_t size = 0;
+    for (int64_t i = 0; i < n; i++) size += i0[i] != 0;
+    return size;
+}
+
+/* The constraint with its size known. It stops at the first value that makes x invalid for
+ * sure: L0 has reached alpha * size and L-inf is past beta * 255 (with a hair of slack so
+ * that "exactly beta * 255", 0.2 * 255 = 51, is inside). */
+static int valid_sized(const uint8_t *i0, const uint8_t *x, int64_t n, int64_t size,
+                       double alpha, double beta) {
+    const double l0_max = alpha * (double)size, linf_max = beta * 255.0 + 1e-9;
+    int64_t l0 = 0;
     int linf = 0;
     for (int64_t i = 0; i < n; i++) {
         int d = (int)x[i] - (int)i0[i];
         if (d < 0) d = -d;
-        l0 += d != 0;
+        if (!d) continue;
+        l0++;
         if (d > linf) linf = d;
-        if (nonzero_size) size += i0[i] != 0;
+        if ((double)linf > linf_max && (double)l0 >= l0_max) return 0;
     }
-    if ((double)l0 < alpha * (double)size) return 1; /* L-inf <= 255 always holds */
-    /* a hair of slack so that "exactly beta * 255" (0.2 * 255 = 51) is inside */
-    return (double)linf <= beta * 255.0 + 1e-9;
+    if ((double)l0 < l0_max) return 1; /* L-inf <= 255 always holds */
+    return (double)linf <= linf_max;
+}
+
+int fl_fuzz_valid(const uint8_t *i0, const uint8_t *x, int64_t n, double alpha, double beta,
+                  int nonzero_size) {
+    return valid_sized(i0, x, n, valid_size(i0, n, nonzero_size), alpha, beta);
+}
+
+void fl_fuzz_memo_init(fl_fuzz_memo *m, const uint8_t *img, const uint8_t *i0, int64_t n,
+                       int nonzero_size) {
+    memset(m, 0, sizeof *m);
+    m->img = img;
+    m->i0 = i0;
+    m->same = img == i0 || memcmp(img, i0, (size_t)n) == 0;
+    m->size = valid_size(i0, n, nonzero_size);
+}
+
+/* The kinds whose image depends on the source only (fl_xform_apply draws nothing). */
+static int draws(fl_xform_kind k) {
+    return k == FL_XF_PIXEL || k == FL_XF_NOISE || k == FL_XF_GAUSS;
 }
 
 /* Entry of the menu range [lo, n) chosen as the menu says (see fl_xform_menu.by_kind). */
@@ -352,10 +382,15 @@ static int pick(const fl_xform_menu *m, int lo, unsigned kinds, int n_kinds, fl_
 int fl_fuzz_mutate(const fl_xform_menu *menu, const uint8_t *img, const uint8_t *i0,
                    int c, int h, int w, int *affine_used, double alpha, double beta,
                    int nonzero_size, int try_num, fl_rng *r, uint8_t *out, uint8_t *new_i0,
-                   fl_xform *used) {
+                   fl_xform *used, fl_fuzz_memo *memo) {
     int lo = *affine_used ? menu->n_affine : 0;
     if (!menu->v || lo < 0 || lo >= menu->n || try_num <= 0) return 0;
     int64_t n = (int64_t)c * h * w;
+    fl_fuzz_memo own;
+    if (!memo || memo->img != img || memo->i0 != i0) {
+        fl_fuzz_memo_init(&own, img, i0, n, nonzero_size);
+        memo = &own;
+    }
     unsigned kinds = 0;
     int n_kinds = 0;
     if (menu->by_kind) {
@@ -364,19 +399,27 @@ int fl_fuzz_mutate(const fl_xform_menu *menu, const uint8_t *img, const uint8_t 
         n_kinds = __builtin_popcount(kinds);
     }
     for (int t = 0; t < try_num; t++) {
-        const fl_xform *x = &menu->v[pick(menu, lo, kinds, n_kinds, r)];
+        const int at = pick(menu, lo, kinds, n_kinds, r);
+        const fl_xform *x = &menu->v[at];
         int affine = fl_xform_is_affine(x->kind);
         if (affine && *affine_used) continue; /* a malformed menu: an affine entry after n_affine */
+        const int known = at < 256 && !draws(x->kind);
+        if (known && (memo->bad[at >> 6] >> (at & 63) & 1u)) continue;
         fl_xform_apply(x, img, out, c, h, w, r);
         /* An affine pick moves the reference with the image: the mutant is checked against
          * t(I0), so the constraint bounds the pixel-level change the lineage carries, not the
-         * geometry (DeepHunter's released mutate_one does not check affine picks at all). */
+         * geometry (DeepHunter's released mutate_one does not check affine picks at all).
+         * When img is I0, t(I0) is the mutant itself. */
         const uint8_t *ref = i0;
         if (affine) {
-            fl_xform_apply(x, i0, new_i0, c, h, w, r); /* deterministic: r unused */
+            if (memo->same) memcpy(new_i0, out, (size_t)n);
+            else fl_xform_apply(x, i0, new_i0, c, h, w, r); /* deterministic: r unused */
             ref = new_i0;
         }
-        if (!fl_fuzz_valid(ref, out, n, alpha, beta, nonzero_size)) continue;
+        if (!valid_sized(ref, out, n, memo->size, alpha, beta)) {
+            if (known) memo->bad[at >> 6] |= 1ull << (at & 63);
+            continue;
+        }
         if (affine) *affine_used = 1;
         if (used) *used = *x;
         return 1;

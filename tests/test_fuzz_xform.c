@@ -605,6 +605,26 @@ static void test_mutate_memo(void **state) {
         assert_true(memo.bad[0] | memo.bad[1] | memo.bad[2] | memo.bad[3]);
     }
     fl_xform_menu_free(&m);
+    /* a pointwise random kind checked while it is made: when invalid (speckle on a ramp) it
+     * stops early yet leaves the stream where a full apply leaves it; when valid (noise 1)
+     * its image is the full apply's */
+    const fl_xform nk[2] = {{FL_XF_NOISE, 3, 1}, {FL_XF_NOISE, 1, 0.316228f}};
+    for (int k = 0; k < 2; k++) {
+        fl_xform_menu one = {.n = 1, .v = (fl_xform *)&nk[k], .n_affine = 0};
+        fl_rng r1, r2;
+        fl_rng_seed(&r1, 3);
+        fl_rng_seed(&r2, 3);
+        int au = 1;
+        fl_xform u;
+        int ok = fl_fuzz_mutate(&one, i0, i0, MC, MH, MW, &au, 0.02, 0.2, 0, 1, &r1, a, na, &u,
+                                NULL);
+        fl_rng_below(&r2, 1); /* the pick */
+        fl_xform_apply(&nk[k], i0, b, MC, MH, MW, &r2);
+        assert_int_equal(ok, k == 1);
+        assert_int_equal(fl_fuzz_valid(i0, b, MN, 0.02, 0.2, 0), ok);
+        if (ok) assert_memory_equal(a, b, MN);
+        assert_true(fl_rng_u64(&r1) == fl_rng_u64(&r2));
+    }
 }
 
 static void test_random_kinds(void **state) {

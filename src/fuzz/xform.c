@@ -190,6 +190,29 @@ static void affine_of(const fl_xform *t, int h, int w, affine_map *m) {
 }
 
 /* ---- apply ------------------------------------------------------------------------------- */
+/* The kinds whose every value depends on its own source value only (and, for the random ones,
+ * on one normal draw per value, in order). */
+static int pointwise(const fl_xform *t) {
+    switch (t->kind) {
+    case FL_XF_CONTRAST:
+    case FL_XF_BRIGHTNESS:
+    case FL_XF_GAUSS: return 1;
+    case FL_XF_NOISE: return t->p == 1 || t->p == 3;
+    default: return 0;
+    }
+}
+
+/* One value of a pointwise kind. */
+static inline uint8_t point(fl_xform_kind k, double p, double p2, uint8_t v, fl_rng *r) {
+    switch (k) {
+    case FL_XF_CONTRAST: return fl_xform__u8(v * p);
+    case FL_XF_BRIGHTNESS: return fl_xform__u8(v + p);
+    case FL_XF_GAUSS: return fl_xform__u8(v + p * fl_rng_normal(r));
+    default: /* noise 1 and 3 */
+        return fl_xform__u8(p == 1 ? v + p2 * fl_rng_normal(r) : v + v * p2 * fl_rng_normal(r));
+    }
+}
+
 void fl_xform_apply(const fl_xform *t, const uint8_t *src, uint8_t *dst, int c, int h, int w,
                     fl_rng *r) {
     if (c <= 0 || h <= 0 || w <= 0) return;
@@ -207,10 +230,9 @@ void fl_xform_apply(const fl_xform *t, const uint8_t *src, uint8_t *dst, int c, 
         return;
     }
     case FL_XF_CONTRAST:
-        for (size_t i = 0; i < n; i++) dst[i] = fl_xform__u8(src[i] * p);
-        return;
     case FL_XF_BRIGHTNESS:
-        for (size_t i = 0; i < n; i++) dst[i] = fl_xform__u8(src[i] + p);
+    case FL_XF_GAUSS:
+        for (size_t i = 0; i < n; i++) dst[i] = point(t->kind, p, p2, src[i], r);
         return;
     case FL_XF_BLUR:
         fl_xform__blur(p == floor(p) && p >= 1 && p <= 10 ? (int)p : 0, src, dst, c, h, w);
@@ -226,8 +248,8 @@ void fl_xform_apply(const fl_xform *t, const uint8_t *src, uint8_t *dst, int c, 
         return;
     }
     case FL_XF_NOISE:
-        if (p == 1) {
-            for (size_t i = 0; i < n; i++) dst[i] = fl_xform__u8(src[i] + p2 * fl_rng_normal(r));
+        if (p == 1 || p == 3) {
+            for (size_t i = 0; i < n; i++) dst[i] = point(t->kind, p, p2, src[i], r);
             return;
         }
         if (p == 2) {
@@ -245,15 +267,7 @@ void fl_xform_apply(const fl_xform *t, const uint8_t *src, uint8_t *dst, int c, 
             }
             return;
         }
-        if (p == 3) {
-            for (size_t i = 0; i < n; i++)
-                dst[i] = fl_xform__u8(src[i] + src[i] * p2 * fl_rng_normal(r));
-            return;
-        }
         break;
-    case FL_XF_GAUSS:
-        for (size_t i = 0; i < n; i++) dst[i] = fl_xform__u8(src[i] + p * fl_rng_normal(r));
-        return;
     default: break;
     }
     memcpy(dst, src, n); /* unknown kind or parameter: identity */
@@ -348,6 +362,37 @@ int fl_fuzz_valid(const uint8_t *i0, const uint8_t *x, int64_t n, double alpha, 
     return valid_sized(i0, x, n, valid_size(i0, n, nonzero_size), alpha, beta);
 }
 
+/* out = t(img) for a pointwise t, checked against i0 as it is made: 1 when valid. An invalid
+ * result is known before the last value when L0 and L-inf are both past their bounds; then
+ * the rest of out is not computed, but the random draws it would have made are still taken
+ * (two 64-bit draws per normal), so the stream goes on as after a full apply. */
+static int pointwise_valid(const fl_xform *t, const uint8_t *img, const uint8_t *i0,
+                           uint8_t *out, int64_t n, int64_t size, double alpha, double beta,
+                           fl_rng *r) {
+    const double l0_max = alpha * (double)size, linf_max = beta * 255.0 + 1e-9;
+    const double p = t->p, p2 = t->p2;
+    const int random = t->kind != FL_XF_CONTRAST && t->kind != FL_XF_BRIGHTNESS;
+    int64_t l0 = 0;
+    int linf = 0;
+    for (int64_t i = 0; i < n; i++) {
+        out[i] = point(t->kind, p, p2, img[i], r);
+        int d = (int)out[i] - (int)i0[i];
+        if (d < 0) d = -d;
+        if (!d) continue;
+        l0++;
+        if (d > linf) linf = d;
+        if ((double)linf > linf_max && (double)l0 >= l0_max) {
+            for (int64_t j = i + 1; random && j < n; j++) {
+                fl_rng_u64(r);
+                fl_rng_u64(r);
+            }
+            return 0;
+        }
+    }
+    if ((double)l0 < l0_max) return 1;
+    return (double)linf <= linf_max;
+}
+
 void fl_fuzz_memo_init(fl_fuzz_memo *m, const uint8_t *img, const uint8_t *i0, int64_t n,
                        int nonzero_size) {
     memset(m, 0, sizeof *m);
@@ -405,18 +450,24 @@ int fl_fuzz_mutate(const fl_xform_menu *menu, const uint8_t *img, const uint8_t 
         if (affine && *affine_used) continue; /* a malformed menu: an affine entry after n_affine */
         const int known = at < 256 && !draws(x->kind);
         if (known && (memo->bad[at >> 6] >> (at & 63) & 1u)) continue;
-        fl_xform_apply(x, img, out, c, h, w, r);
-        /* An affine pick moves the reference with the image: the mutant is checked against
-         * t(I0), so the constraint bounds the pixel-level change the lineage carries, not the
-         * geometry (DeepHunter's released mutate_one does not check affine picks at all).
-         * When img is I0, t(I0) is the mutant itself. */
-        const uint8_t *ref = i0;
-        if (affine) {
-            if (memo->same) memcpy(new_i0, out, (size_t)n);
-            else fl_xform_apply(x, i0, new_i0, c, h, w, r); /* deterministic: r unused */
-            ref = new_i0;
+        int ok;
+        if (pointwise(x)) { /* never affine */
+            ok = pointwise_valid(x, img, i0, out, n, memo->size, alpha, beta, r);
+        } else {
+            fl_xform_apply(x, img, out, c, h, w, r);
+            /* An affine pick moves the reference with the image: the mutant is checked
+             * against t(I0), so the constraint bounds the pixel-level change the lineage
+             * carries, not the geometry (DeepHunter's released mutate_one does not check
+             * affine picks at all). When img is I0, t(I0) is the mutant itself. */
+            const uint8_t *ref = i0;
+            if (affine) {
+                if (memo->same) memcpy(new_i0, out, (size_t)n);
+                else fl_xform_apply(x, i0, new_i0, c, h, w, r); /* deterministic: r unused */
+                ref = new_i0;
+            }
+            ok = valid_sized(ref, out, n, memo->size, alpha, beta);
         }
-        if (!valid_sized(ref, out, n, memo->size, alpha, beta)) {
+        if (!ok) {
             if (known) memo->bad[at >> 6] |= 1ull << (at & 63);
             continue;
         }

@@ -407,18 +407,45 @@ static int draws(fl_xform_kind k) {
     return k == FL_XF_PIXEL || k == FL_XF_NOISE || k == FL_XF_GAUSS;
 }
 
+/* The allowed part [lo, n) of a menu, by kind: how many entries each kind has there and,
+ * when they sit side by side (as in the presets' menus), where they start. Made once per
+ * Mutate call, so that a pick does not walk the menu. */
+typedef struct menu_kinds {
+    unsigned kinds;              /* bit k: kind k is allowed */
+    int n_kinds;
+    int count[FL_XF_COUNT_];     /* entries of each kind */
+    int first[FL_XF_COUNT_];     /* the first of them */
+    uint8_t run[FL_XF_COUNT_];   /* they are first .. first + count - 1 */
+} menu_kinds;
+
+static void menu_kinds_of(const fl_xform_menu *m, int lo, menu_kinds *mk) {
+    memset(mk, 0, sizeof *mk);
+    for (int i = lo; i < m->n; i++) {
+        unsigned k = (unsigned)m->v[i].kind;
+        if (k >= FL_XF_COUNT_) continue;
+        if (!mk->count[k]) {
+            mk->first[k] = i;
+            mk->run[k] = 1;
+        } else if (mk->first[k] + mk->count[k] != i) {
+            mk->run[k] = 0;
+        }
+        mk->count[k]++;
+        mk->kinds |= 1u << k;
+    }
+    mk->n_kinds = __builtin_popcount(mk->kinds);
+}
+
 /* Entry of the menu range [lo, n) chosen as the menu says (see fl_xform_menu.by_kind). */
-static int pick(const fl_xform_menu *m, int lo, unsigned kinds, int n_kinds, fl_rng *r) {
-    if (!m->by_kind || n_kinds <= 0) return lo + (int)fl_rng_below(r, (uint32_t)(m->n - lo));
-    int kk = (int)fl_rng_below(r, (uint32_t)n_kinds), kind = 0;
-    for (kind = 0; kind < 32; kind++)
-        if ((kinds >> kind) & 1u) {
+static int pick(const fl_xform_menu *m, int lo, const menu_kinds *mk, fl_rng *r) {
+    if (!m->by_kind || mk->n_kinds <= 0) return lo + (int)fl_rng_below(r, (uint32_t)(m->n - lo));
+    int kk = (int)fl_rng_below(r, (uint32_t)mk->n_kinds), kind = 0;
+    for (kind = 0; kind < FL_XF_COUNT_; kind++)
+        if ((mk->kinds >> kind) & 1u) {
             if (kk == 0) break;
             kk--;
         }
-    int count = 0;
-    for (int i = lo; i < m->n; i++) count += (int)m->v[i].kind == kind;
-    int j = (int)fl_rng_below(r, (uint32_t)count);
+    int j = (int)fl_rng_below(r, (uint32_t)mk->count[kind]);
+    if (mk->run[kind]) return mk->first[kind] + j;
     for (int i = lo; i < m->n; i++)
         if ((int)m->v[i].kind == kind && j-- == 0) return i;
     return m->n - 1; /* not reached */
@@ -436,15 +463,10 @@ int fl_fuzz_mutate(const fl_xform_menu *menu, const uint8_t *img, const uint8_t 
         fl_fuzz_memo_init(&own, img, i0, n, nonzero_size);
         memo = &own;
     }
-    unsigned kinds = 0;
-    int n_kinds = 0;
-    if (menu->by_kind) {
-        for (int i = lo; i < menu->n; i++)
-            if ((unsigned)menu->v[i].kind < 32) kinds |= 1u << menu->v[i].kind;
-        n_kinds = __builtin_popcount(kinds);
-    }
+    menu_kinds mk;
+    menu_kinds_of(menu, lo, &mk);
     for (int t = 0; t < try_num; t++) {
-        const int at = pick(menu, lo, kinds, n_kinds, r);
+        const int at = pick(menu, lo, &mk, r);
         const fl_xform *x = &menu->v[at];
         int affine = fl_xform_is_affine(x->kind);
         if (affine && *affine_used) continue; /* a malformed menu: an affine entry after n_affine */

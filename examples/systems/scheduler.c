@@ -4,6 +4,7 @@
  * planted, one in a part of the system that most requests reaching it can trigger (so the
  * mutants of some queue entries hang often), one behind a rarer condition; nothing else
  * fails. The seeds reach neither. */
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,6 +13,12 @@
 const char *const sys_name = "scheduler";
 
 enum { N_JOBS = 20 };
+
+/* 1 when text starts with word, ignoring ASCII case */
+static int has_prefix(const char *text, const char *word) {
+    while (*word && tolower((unsigned char)*text) == tolower((unsigned char)*word)) text++, word++;
+    return !*word;
+}
 
 /* the job a request names: its first number, 0 when it names none */
 static long long job_of(const char *t) {
@@ -37,9 +44,10 @@ static void run_job(const char *t, long long job) {
     snprintf(arg, sizeof arg, "%lld", job);
     sys_msg("Dispatcher", "Runner", "start job %lld", job);
     sys_branch("Runner", "priority", sys_has(t, "urgent") || sys_has(t, "high") ? "high" : "normal");
-    if (sys_has(t, "after")) {
+    const char *p = t;
+    while (*p && !has_prefix(p, "after")) p++;
+    if (*p) {
         /* BUG (hang): a job that waits for itself ("start job 3 after job 3") never starts */
-        const char *p = strstr(t, "after");
         int digits;
         long long dep = sys_number(p, 0, &digits);
         sys_tool("Runner", "resolve_deps", "after", p);

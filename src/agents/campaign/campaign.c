@@ -94,6 +94,14 @@ void sig_set_free(sig_set *s) {
 }
 
 /* ---- bookkeeping -------------------------------------------------------------------------------- */
+int camp_stopping(camp *cp) {
+    const fl_campaign_opts *o = cp->o;
+    if (cp->stop || (o->stop && *o->stop)) return cp->stop = 1;
+    if (o->max_execs && cp->reserved >= o->max_execs) return cp->stop = 1;
+    if (o->max_seconds > 0 && fl_now() - cp->t0 >= o->max_seconds) return cp->stop = 1;
+    return 0;
+}
+
 void camp_fail(camp *cp, const fl_err *e) {
     if (cp->err) return;
     cp->err = e->status ? e->status : FL_ERR_IO;
@@ -225,6 +233,7 @@ void camp_process(camp *cp, fl_case *c, const fl_trace *t, const camp_origin *or
         int nf = fl_agcov_features(cp->cov, t, &fv);
         uint32_t *idx = nf > 0 ? malloc((size_t)nf * sizeof *idx) : NULL;
         for (int i = 0; idx && i < nf; i++) idx[i] = fv[i].index;
+        uint64_t sig = q_cov_sig(fv, nf > 0 ? nf : 0, t->exit);
         free(fv);
         q_entry *x = nf < 0 || (nf > 0 && !idx)
                          ? NULL
@@ -235,6 +244,10 @@ void camp_process(camp *cp, fl_case *c, const fl_trace *t, const camp_origin *or
             camp_fail(cp, &e);
             fl_case_free(c);
         } else {
+            x->cov_sig = sig;
+            /* kept children are trimmed when first picked; seeds are the user's, resumed
+             * entries were kept in an earlier session, a hang or crash costs too much */
+            x->trim = org->name || t->exit != FL_EXIT_DONE || cp->o->trim_execs < 0;
             if (org->name) snprintf(x->name, sizeof x->name, "%s", org->name);
             else if (org->other)
                 snprintf(x->name, sizeof x->name, "id:%06d,src:%06d+%06d,op:%s%s", x->id, src,
@@ -247,15 +260,10 @@ void camp_process(camp *cp, fl_case *c, const fl_trace *t, const camp_origin *or
                 s->last_cov_time = cp->wall0 + (fl_now() - cp->t0);
             }
             if (!org->name || org->write) {
-                char rel[300], p[4096];
+                char rel[300];
                 snprintf(rel, sizeof rel, "queue/%s", x->name);
                 snprintf(c->id, sizeof c->id, "%06d", x->id);
-                char *txt = fl_case_to_json(c);
-                if (!txt) fl_fail(&e, FL_ERR_NOMEM, "out of memory"), camp_fail(cp, &e);
-                else if (od_path(p, sizeof p, cp->o->out_dir, rel, &e) ||
-                         fl_file_write_atomic(p, txt, strlen(txt), &e))
-                    camp_fail(cp, &e);
-                free(txt);
+                if (od_write_case(cp->o->out_dir, rel, c, &e)) camp_fail(cp, &e);
             }
         }
     } else {

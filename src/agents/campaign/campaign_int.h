@@ -41,6 +41,8 @@ typedef struct od_meta {
     size_t max_len;
 } od_meta;
 /* Rewrite out/fuzzer_stats atomically. */
+/* Write case c to out_dir/rel atomically, as its JSON request (queue entries). */
+fl_status od_write_case(const char *out_dir, const char *rel, const fl_case *c, fl_err *e);
 fl_status od_write_stats(const char *out_dir, const fl_campaign_stats *s, const od_meta *m,
                          fl_err *e);
 /* "key : value" lines into parallel arrays (malloc'd strings); free with od_kv_free. */
@@ -88,6 +90,19 @@ char *saved_case_json(const fl_case *c, const fl_trace *t, const struct fl_findi
 /* argv as one line ("python3 agent.py --x"), cut to n. */
 void saved_argv_line(char *const *argv, char *buf, size_t n);
 
+/* ---- shrinking a case (shrink.c): `flare agents min` and the campaign's trim ------------------
+ * keep(ctx, c): 1 when the candidate c still passes (the removal is kept), 0 when not, -1 to
+ * stop (budget spent, flare failed: the caller records why). */
+typedef int (*camp_keep_fn)(void *ctx, const fl_case *c);
+typedef struct camp_shrink_opts {
+    int rounds;       /* passes over all levels while one shrinks something */
+    size_t char_max;  /* turns of at most this many bytes get a characters pass (0: none) */
+    int skip_json;    /* leave turns that are JSON objects or arrays alone */
+} camp_shrink_opts;
+/* Shrink c in place; FL_ERR_NOMEM is the only failure of its own. */
+fl_status camp_shrink(fl_case *c, const camp_shrink_opts *o, camp_keep_fn keep, void *ctx,
+                      fl_err *e);
+
 /* ---- the corpus and its power schedules (queue.c) -------------------------------------------
  *
  * An entry is a case that was kept (a seed, or a child that added coverage) plus what the
@@ -110,10 +125,16 @@ typedef struct q_entry {
     uint64_t finds;      /* children that produced a new finding */
     uint64_t bad;        /* children that crashed or timed out (queue.c: hang-prone entries) */
     double child_ms;     /* their cost (q_child), all together */
+    double prior_n, prior_bad, prior_ms; /* the same, inherited from its parent as pseudo-
+                                            children (queue.c: hang-prone lineages) */
     uint32_t *feat;      /* coverage-map entries its trace touched (owned) */
     int n_feat;
     size_t cost;         /* bytes of its turns: the smaller, the better a representative */
     int favored;         /* in the current minimal cover of all features (AFL's favored) */
+    uint64_t cov_sig;    /* q_cov_sig of its trace: what a trimmed case must still give */
+    int trim;            /* 0: to be trimmed when first picked; 1: trimmed, trimming, or not
+                            to be (seeds, resumed entries, traces that did not end in done) */
+    fl_case *untrimmed;  /* the case before the trim (a worker may still be mutating it) */
 } q_entry;
 
 #define Q_PATH_BITS 16
@@ -150,6 +171,15 @@ void q_hit(q_queue *q, uint64_t path);
 q_entry *q_pick(q_queue *q, fl_rng *r, int *energy);
 /* Another entry for splicing (not `not`), or NULL when the queue has one entry. */
 q_entry *q_other(const q_queue *q, fl_rng *r, const q_entry *not_this);
+
+/* The coverage a trace gives, as one hash: its map entries and hit-count buckets (order
+ * ignored) and how it ended. A trimmed entry must give the same (AFL's trim compares the
+ * trace's checksum the same way). */
+struct fl_agfeature;
+uint64_t q_cov_sig(const struct fl_agfeature *fv, int nf, int exit);
+/* A cheaper case for x (its trim): x->c becomes c (taken), the old one is kept until q_free,
+ * and x becomes the top-rated entry where it is now the cheapest. */
+void q_retrim(q_queue *q, q_entry *x, fl_case *c);
 
 /* A hash of what a trace did (agents, edges, tools, choices, errors and how it ended, in
  * order; contents ignored): two traces with the same hash took the same path. */
@@ -247,6 +277,11 @@ fl_status camp_otlp_start(camp *cp, fl_err *e);
 void camp_otlp_stats(camp *cp);
 /* cp->eff from o and, resuming (`-i -`), the record in fuzzer_stats (campaign_resume.c). */
 fl_status camp_resume_opts(camp *cp, const fl_campaign_opts *o, fl_err *e);
+/* Under cp->mu: should no new case start (a limit reached, stopped, failed)? */
+int camp_stopping(camp *cp);
+/* The campaign's trim (campaign_trim.c): called under cp->mu when x is first picked; runs
+ * without the lock on the worker's target t. */
+void camp_trim(camp *cp, q_entry *x, fl_target *t, fl_trace *tr, fl_rng *trace_rng);
 /* Record the first failure of flare itself and stop the campaign. */
 void camp_fail(camp *cp, const fl_err *e);
 /* Load the seeds of in_dir (or, resuming, the queue and the saved findings of out_dir) and

@@ -21,15 +21,6 @@ typedef struct worker {
     pthread_t th;
 } worker;
 
-/* Under cp->mu: should no new case start? */
-static int stopping(camp *cp) {
-    const fl_campaign_opts *o = cp->o;
-    if (cp->stop || (o->stop && *o->stop)) return cp->stop = 1;
-    if (o->max_execs && cp->reserved >= o->max_execs) return cp->stop = 1;
-    if (o->max_seconds > 0 && fl_now() - cp->t0 >= o->max_seconds) return cp->stop = 1;
-    return 0;
-}
-
 /* Known failures cost less. Once a hang is saved, cases run with a tighter timeout:
  * TIGHT_MULT x the slowest case of the campaign that ended normally (at least TIGHT_FLOOR ms,
  * at most the timeout). A case that times out under it and whose hang signature is not known
@@ -63,18 +54,17 @@ static void set_worker_timeout(worker *w, int ms) {
 
 /* One child of p: a single random operator half of the time (a clean name for the queue
  * file), else an AFL havoc stack ("havoc,rep:N"). */
-static fl_case *make_child(worker *w, const q_entry *p, const q_entry *other, char *op, size_t n) {
+static fl_case *make_child(worker *w, const fl_case *pc, const fl_case *sp, char *op, size_t n) {
     camp *cp = w->cp;
     fl_case *child = NULL;
     fl_mutate_info info;
-    const fl_case *sp = other ? other->c : NULL;
     if (fl_rng_below(&w->rng, 2)) {
         for (int tries = 0; tries < 4 && !child; tries++) {
             int k = (int)fl_rng_below(&w->rng, (uint32_t)fl_mutate_op_count());
-            if (fl_mutate_ex(cp->mut, &w->rng, p->c, sp, k, &child, &info) != FL_OK) child = NULL;
+            if (fl_mutate_ex(cp->mut, &w->rng, pc, sp, k, &child, &info) != FL_OK) child = NULL;
         }
     }
-    if (!child && fl_mutate_ex(cp->mut, &w->rng, p->c, sp, FL_MUTATE_HAVOC, &child, &info) != FL_OK)
+    if (!child && fl_mutate_ex(cp->mut, &w->rng, pc, sp, FL_MUTATE_HAVOC, &child, &info) != FL_OK)
         return NULL;
     if (!strcmp(info.op_name, "havoc")) snprintf(op, n, "havoc,rep:%d", info.n_ops);
     else snprintf(op, n, "%s", info.op_name);
@@ -85,20 +75,26 @@ static void *work(void *arg) {
     worker *w = arg;
     camp *cp = w->cp;
     pthread_mutex_lock(&cp->mu);
-    while (!stopping(cp)) {
+    while (!camp_stopping(cp)) {
         int energy;
         q_entry *p = q_pick(&cp->q, &w->rng, &energy);
         if (!p) break;
-        for (int k = 0; k < energy && !stopping(cp); k++) {
+        if (!p->trim) { /* AFL trims an entry when it is first fuzzed */
+            set_worker_timeout(w, tight_timeout(cp));
+            camp_trim(cp, p, w->t, w->tr, &w->trace_rng);
+        }
+        for (int k = 0; k < energy && !camp_stopping(cp); k++) {
             uint64_t nexec = cp->execs0 + ++cp->reserved;
             const q_entry *other = q_other(&cp->q, &w->rng, p);
             fl_case *gen = camp_llm_next(cp, &w->rng); /* usually NULL (campaign_llm.c) */
             int tight = tight_timeout(cp);
+            /* read under the lock: another worker's trim may replace an entry's case */
+            const fl_case *pc = p->c, *sp = other ? other->c : NULL;
             pthread_mutex_unlock(&cp->mu);
             set_worker_timeout(w, tight);
 
             char op[64] = "llm";
-            fl_case *child = gen ? gen : make_child(w, p, other, op, sizeof op);
+            fl_case *child = gen ? gen : make_child(w, pc, sp, op, sizeof op);
             fl_status st = FL_OK;
             if (child) {
                 fl_case_new_trace(child, &w->trace_rng);

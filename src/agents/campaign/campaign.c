@@ -94,6 +94,15 @@ void sig_set_free(sig_set *s) {
 }
 
 /* ---- bookkeeping -------------------------------------------------------------------------------- */
+double camp_ok_ms(const camp *cp) {
+    uint64_t above = 0; /* cases slower than bucket k */
+    for (int k = CAMP_OK_BUCKETS - 1; k >= 0; k--) {
+        above += cp->ok_hist[k];
+        if ((double)above > 0.01 * (double)cp->n_ok) return (double)(1ull << k) / 100;
+    }
+    return 0;
+}
+
 int camp_stopping(camp *cp) {
     const fl_campaign_opts *o = cp->o;
     if (cp->stop || (o->stop && *o->stop)) return cp->stop = 1;
@@ -191,7 +200,11 @@ void camp_process(camp *cp, fl_case *c, const fl_trace *t, const camp_origin *or
     if (t->exit == FL_EXIT_CRASH) s->crashes++;
     if (t->exit == FL_EXIT_HANG) s->hangs++, s->hang_seconds += t->ms / 1000;
     s->case_seconds += t->ms / 1000;
-    if (t->exit == FL_EXIT_DONE && t->ms > cp->slowest_ok_ms) cp->slowest_ok_ms = t->ms;
+    if (t->exit == FL_EXIT_DONE) {
+        int k = 0;
+        while (k < CAMP_OK_BUCKETS - 1 && t->ms * 100 >= (double)(1ull << k)) k++;
+        cp->ok_hist[k]++, cp->n_ok++;
+    }
     uint64_t path = q_path_hash(t);
     q_hit(&cp->q, path);
     if (org->parent) q_child(&cp->q, org->parent, t->exit == FL_EXIT_CRASH || t->exit == FL_EXIT_HANG,

@@ -206,6 +206,7 @@ int sig_set_add(sig_set *s, const char *kind, const char *sig); /* 1 new, 0 know
 int sig_set_has(const sig_set *s, const char *kind, const char *sig);
 void sig_set_free(sig_set *s);
 
+#define CAMP_OK_BUCKETS 32
 typedef struct camp {
     const fl_campaign_opts *o; /* &eff */
     fl_campaign_opts eff;    /* the caller's options, with a resumed campaign's record */
@@ -235,7 +236,9 @@ typedef struct camp {
     int timeout_ms;          /* in force: -T, the cap during a calibrating dry run, then the
                                 calibrated or resumed value (campaign_seeds.c) */
     double dry_slowest_ms;   /* slowest seed of the dry run that ended with done */
-    double slowest_ok_ms;    /* slowest case of the campaign that ended with done */
+    uint64_t ok_hist[CAMP_OK_BUCKETS]; /* cases that ended with done, by time: bucket k holds
+                                          times below 2^k x 10 us (camp_ok_ms) */
+    uint64_t n_ok;
     int stop;                /* 1: no new case starts */
     fl_status err;           /* the first failure of flare itself (output folder, memory) */
     fl_err errmsg;
@@ -277,6 +280,11 @@ fl_status camp_otlp_start(camp *cp, fl_err *e);
 void camp_otlp_stats(camp *cp);
 /* cp->eff from o and, resuming (`-i -`), the record in fuzzer_stats (campaign_resume.c). */
 fl_status camp_resume_opts(camp *cp, const fl_campaign_opts *o, fl_err *e);
+/* Under cp->mu: the time within which all but 1 % of the campaign's cases that ended with
+ * done ended (rounded up to a power of two times 10 us; 0 before the first). A percentile
+ * rather than the slowest: one case slowed down by the machine must not set the tight
+ * timeout of known hangs (campaign_run.c). */
+double camp_ok_ms(const camp *cp);
 /* Under cp->mu: should no new case start (a limit reached, stopped, failed)? */
 int camp_stopping(camp *cp);
 /* The campaign's trim (campaign_trim.c): called under cp->mu when x is first picked; runs

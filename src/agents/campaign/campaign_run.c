@@ -22,8 +22,8 @@ typedef struct worker {
 } worker;
 
 /* Known failures cost less. Once a hang is saved, cases run with a tighter timeout:
- * TIGHT_MULT x the slowest case of the campaign that ended normally (at least TIGHT_FLOOR ms,
- * at most the timeout). A case that times out under it and whose hang signature is not known
+ * TIGHT_MULT x the time within which 99 % of the campaign's normal cases ended (camp_ok_ms;
+ * at least TIGHT_FLOOR ms, at most the timeout). A case that times out under it and whose hang signature is not known
  * yet is run again with the whole timeout before it counts (AFL++ confirms hangs the same
  * way), so a slow case is not reported as a new hang; one with a known signature is the known
  * hang again, and costs the tight timeout only. Under cp->mu. */
@@ -31,7 +31,7 @@ typedef struct worker {
 #define TIGHT_FLOOR 20
 static int tight_timeout(const camp *cp) {
     if (!cp->st.kind_count[FL_FIND_HANG]) return cp->timeout_ms;
-    int ms = (int)(TIGHT_MULT * cp->slowest_ok_ms) + 1;
+    int ms = (int)(TIGHT_MULT * camp_ok_ms(cp)) + 1;
     return ms < TIGHT_FLOOR ? TIGHT_FLOOR : ms > cp->timeout_ms ? cp->timeout_ms : ms;
 }
 

@@ -167,10 +167,13 @@ void q_child(q_queue *q, q_entry *parent, int bad, double cost) {
  * by the smaller of two ratios (at least Q_BAD_FLOOR, at most 1):
  *   - the campaign's crash/timeout rate over the entry's (+0.01 each: an average of 0 does
  *     not punish one unlucky child);
- *   - the campaign's mean cost per child over the entry's (AFL's perf_score does the same with
- *     execution time; a timeout counts Q_HANG_COST cases, a constant so that the campaign
- *     stays deterministic): each timeout costs a whole timeout of wall time, so an entry whose
- *     mutants hang is costly even when hangs are common in the campaign.
+ *   - the cost of a child that ends normally (1) over the entry's mean cost per child (AFL's
+ *     perf_score does the same with execution time; a timeout counts Q_HANG_COST cases, a
+ *     constant so that the campaign stays deterministic). The reference is a normal case, not
+ *     the campaign's mean: where most entries' mutants hang, the mean is itself mostly hangs
+ *     and a relative rule punishes nobody, while each timeout still costs Q_HANG_COST cases of
+ *     wall time. The score sets both how often an entry is picked and its energy, so the time
+ *     an entry gets falls about as 1 / its cost.
  * A kept child starts with its parent's record as up to Q_BAD_MIN pseudo-children (a
  * Bayesian prior): the mutants of a hang-prone entry's children hang as often as its own, and
  * without the prior every new entry of such a lineage got full energy for its first
@@ -182,8 +185,8 @@ static double bad_factor(const q_queue *q, const q_entry *x) {
     double rate = ((double)x->bad + x->prior_bad) / n;
     double avg = (double)q->bad / (double)q->children;
     double f = rate > avg ? (avg + 0.01) / (rate + 0.01) : 1;
-    double ms = (x->child_ms + x->prior_ms) / n, avg_ms = q->child_ms / (double)q->children;
-    if (ms > avg_ms && ms > 0) f = fmin(f, avg_ms / ms);
+    double cost = (x->child_ms + x->prior_ms) / n;
+    if (cost > 1) f = fmin(f, 1 / cost);
     return f < Q_BAD_FLOOR ? Q_BAD_FLOOR : f > 1 ? 1 : f;
 }
 

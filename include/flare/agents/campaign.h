@@ -75,6 +75,8 @@ typedef struct fl_campaign_stats {
     uint64_t execs_trim;     /* runs spent trimming queue entries (counted in execs too) */
     uint64_t trim_bytes;     /* bytes the trim removed from queue entries, all together */
     int trimmed;             /* queue entries the trim made shorter */
+    int auto_dict;           /* tokens in the automatic dictionary from the traces now */
+    uint64_t auto_dict_learnt; /* ... learnt this session, evicted ones included */
     char timeout_source[16]; /* "flag" (-T), "calibrated" (the seeds' dry run), "resumed" */
     double last_cov_time;    /* Unix time of the last entry kept (0: none this campaign) */
     double last_find_time;   /* Unix time of the last new finding (0: none) */
@@ -134,6 +136,8 @@ typedef struct fl_campaign_opts {
     int fresh;               /* one target process per case */
     int trim_execs;          /* runs to trim a kept child while its coverage stays the same;
                                 0: FL_CAMPAIGN_TRIM_EXECS, -1: no trimming */
+    int auto_dict;           /* tokens of the automatic dictionary from the traces (mutate.h:
+                                fl_autodict); 0: FL_AUTODICT_CAP, -1: none */
     int mem_limit_mb;        /* RLIMIT_AS of the target; 0: none */
     const char *otlp_listen; /* OTLP/HTTP receiver address (--otlp-listen), may be NULL */
     const char *otlp_file;   /* OTLP JSON-lines file to follow (--otlp-file), may be NULL */

@@ -128,6 +128,8 @@ static void refresh_cov(camp *cp) {
     s->inter_cov = r.inter;
     s->intra_cov = r.intra;
     s->corpus_count = cp->q.n;
+    s->auto_dict = fl_autodict_size(cp->autod);
+    s->auto_dict_learnt = fl_autodict_added(cp->autod);
     s->corpus_found = cp->q.n - cp->q.n_seeds;
     if (r.has_spec && r.edges_total > 0 && r.edges_seen == r.edges_total && !s->execs_full_edges)
         s->execs_full_edges = s->execs;
@@ -258,6 +260,9 @@ void camp_process(camp *cp, fl_case *c, const fl_trace *t, const camp_origin *or
             fl_case_free(c);
         } else {
             x->cov_sig = sig;
+            /* the system's own words, from a case that added coverage (issue 15 §2) */
+            if (cp->autod && fl_autodict_learn(cp->autod, cp->mut, t, c) < 0)
+                fl_fail(&e, FL_ERR_NOMEM, "out of memory"), camp_fail(cp, &e);
             /* kept children are trimmed when first picked; seeds are the user's, resumed
              * entries were kept in an earlier session, a hang or crash costs too much */
             x->trim = org->name || t->exit != FL_EXIT_DONE || cp->o->trim_execs < 0;

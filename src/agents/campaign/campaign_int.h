@@ -217,6 +217,7 @@ typedef struct camp {
     char *dict_abs, *lexicon_abs; /* realpaths of -x and --lexicon, recorded in fuzzer_stats */
     fl_agcov *cov;
     fl_mutator_ctx *mut;
+    fl_autodict *autod;      /* words of kept cases' traces (NULL: off), under mu */
     fl_oracle_opts oo;
     q_queue q;
     sig_set sigs;

@@ -54,17 +54,18 @@ static void set_worker_timeout(worker *w, int ms) {
 
 /* One child of p: a single random operator half of the time (a clean name for the queue
  * file), else an AFL havoc stack ("havoc,rep:N"). */
-static fl_case *make_child(worker *w, const fl_case *pc, const fl_case *sp, char *op, size_t n) {
+static fl_case *make_child(worker *w, const fl_case *pc, const fl_case *sp,
+                           const fl_mutate_extra *x, char *op, size_t n) {
     camp *cp = w->cp;
     fl_case *child = NULL;
     fl_mutate_info info;
     if (fl_rng_below(&w->rng, 2)) {
         for (int tries = 0; tries < 4 && !child; tries++) {
             int k = (int)fl_rng_below(&w->rng, (uint32_t)fl_mutate_op_count());
-            if (fl_mutate_ex(cp->mut, &w->rng, pc, sp, k, &child, &info) != FL_OK) child = NULL;
+            if (fl_mutate_with(cp->mut, x, &w->rng, pc, sp, k, &child, &info) != FL_OK) child = NULL;
         }
     }
-    if (!child && fl_mutate_ex(cp->mut, &w->rng, pc, sp, FL_MUTATE_HAVOC, &child, &info) != FL_OK)
+    if (!child && fl_mutate_with(cp->mut, x, &w->rng, pc, sp, FL_MUTATE_HAVOC, &child, &info) != FL_OK)
         return NULL;
     if (!strcmp(info.op_name, "havoc")) snprintf(op, n, "havoc,rep:%d", info.n_ops);
     else snprintf(op, n, "%s", info.op_name);
@@ -90,11 +91,12 @@ static void *work(void *arg) {
             int tight = tight_timeout(cp);
             /* read under the lock: another worker's trim may replace an entry's case */
             const fl_case *pc = p->c, *sp = other ? other->c : NULL;
+            const fl_mutate_extra *words = gen ? NULL : fl_autodict_snapshot(cp->autod);
             pthread_mutex_unlock(&cp->mu);
             set_worker_timeout(w, tight);
 
             char op[64] = "llm";
-            fl_case *child = gen ? gen : make_child(w, pc, sp, op, sizeof op);
+            fl_case *child = gen ? gen : make_child(w, pc, sp, words, op, sizeof op);
             fl_status st = FL_OK;
             if (child) {
                 fl_case_new_trace(child, &w->trace_rng);
@@ -119,6 +121,7 @@ static void *work(void *arg) {
                 if (!st) st = fl_otlp_src_collect(cp->otlp, child, w->tr, &w->e); /* spans */
             }
             pthread_mutex_lock(&cp->mu);
+            if (words) fl_autodict_release(cp->autod, words);
             if (!child) {
                 fl_fail(&w->e, FL_ERR_NOMEM, "mutation: out of memory");
                 camp_fail(cp, &w->e);
@@ -177,6 +180,8 @@ static fl_status setup(camp *cp, const fl_campaign_opts *o, fl_err *e) {
     cp->st.max_len = cp->meta.max_len = mo.max_len;
     if ((st = fl_mutator_new(&mo, &cp->mut, e))) return st;
     if ((st = fl_mutator_add_spec_words(cp->mut, cp->spec, e))) return st; /* issue 15 §2 */
+    if (o->auto_dict >= 0 && !(cp->autod = fl_autodict_new(o->auto_dict)))
+        return fl_fail(e, FL_ERR_NOMEM, "out of memory");
     if (o->dict_path && (st = fl_mutator_load_dict(cp->mut, o->dict_path, e))) return st;
     if (o->lexicon_path && (st = fl_mutator_load_lexicon(cp->mut, o->lexicon_path, e))) return st;
     /* recorded as absolute paths: a resumed campaign reuses them (campaign_resume.c) */
@@ -290,6 +295,7 @@ fl_status fl_campaign_run(const fl_campaign_opts *o, fl_campaign_result *r, fl_e
     q_free(&cp->q);
     sig_set_free(&cp->sigs);
     fl_mutator_free(cp->mut);
+    fl_autodict_free(cp->autod);
     fl_agcov_free(cp->cov);
     camp_llm_free(cp);
     fl_otlp_src_free(cp->otlp); /* after the targets: no case is collecting */

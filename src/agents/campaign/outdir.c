@@ -143,6 +143,8 @@ fl_status od_write_stats(const char *out_dir, const fl_campaign_stats *s, const 
     KV("execs_trim", "%llu", (unsigned long long)s->execs_trim);
     KV("trim_bytes", "%llu", (unsigned long long)s->trim_bytes);
     KV("trimmed", "%d", s->trimmed);
+    KV("auto_dict", "%d", s->auto_dict);
+    KV("auto_dict_learnt", "%llu", (unsigned long long)s->auto_dict_learnt);
     KV("hang_share", "%.2f%%", s->case_seconds > 0 ? 100 * s->hang_seconds / s->case_seconds : 0);
     KV("last_find", "%.0f", s->last_cov_time);
     KV("last_finding", "%.0f", s->last_find_time);

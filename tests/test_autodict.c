@@ -2,6 +2,8 @@
  * is learnt from which events, what is not (the case's own words, the dictionary's tokens,
  * short words), the bound (the newest tokens stay), snapshots that outlive changes, the
  * mutators drawing from it, and a campaign that learns. */
+#include <sys/stat.h>
+
 #include "testutil.h"
 
 #include "flare/agents/campaign.h"
@@ -121,11 +123,42 @@ static void test_mutators_use_it(void **state) {
     fl_mutator_free(m);
 }
 
+/* A campaign learns (--auto-dict) from campaign_tgt's traces ("done: 42" is the system's, not
+ * the seed's), and learns nothing by default. */
+static void test_campaign(void **state) {
+    (void)state;
+    char tmp[] = "/tmp/flare_autodict_XXXXXX", tgt[128], seeds[128], out[2][160], p[256];
+    assert_non_null(mkdtemp(tmp));
+    snprintf(tgt, sizeof tgt, "%s/campaign_tgt", tmp);
+    assert_int_equal(tu_build_target("campaign_tgt", tgt), 0);
+    snprintf(seeds, sizeof seeds, "%s/seeds", tmp);
+    mkdir(seeds, 0755);
+    snprintf(p, sizeof p, "%s/a.txt", seeds);
+    fl_err e = {0};
+    assert_int_equal(fl_file_write_atomic(p, "what is math", 12, &e), FL_OK);
+    char *argv[] = {tgt, NULL};
+    fl_campaign_result r[2];
+    for (int k = 0; k < 2; k++) {
+        fl_campaign_opts o;
+        fl_campaign_opts_default(&o);
+        snprintf(out[k], sizeof out[k], "%s/out%d", tmp, k);
+        o.in_dir = seeds, o.out_dir = out[k], o.argv = argv, o.max_execs = 50, o.seed = 1;
+        o.timeout_ms = 2000, o.write_report = 0, o.auto_dict = k ? 0 : 16;
+        assert_int_equal(fl_campaign_run(&o, &r[k], &e), FL_OK);
+    }
+    assert_true(r[0].stats.auto_dict > 0 && r[0].stats.auto_dict <= 16);
+    assert_true(r[0].stats.auto_dict_learnt >= (uint64_t)r[0].stats.auto_dict);
+    assert_int_equal(r[1].stats.auto_dict, 0);
+    snprintf(p, sizeof p, "rm -rf %s", tmp);
+    assert_int_equal(system(p), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_learn),
         cmocka_unit_test(test_bound_and_snapshots),
         cmocka_unit_test(test_mutators_use_it),
+        cmocka_unit_test(test_campaign),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

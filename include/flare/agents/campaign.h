@@ -137,7 +137,8 @@ typedef struct fl_campaign_opts {
     int trim_execs;          /* runs to trim a kept child while its coverage stays the same;
                                 0: FL_CAMPAIGN_TRIM_EXECS, -1: no trimming */
     int auto_dict;           /* tokens of the automatic dictionary from the traces (mutate.h:
-                                fl_autodict); 0: FL_AUTODICT_CAP, -1: none */
+                                fl_autodict, --auto-dict); 0 (the default): none. Off by
+                                default: on the example it made guidance worse (docs) */
     int mem_limit_mb;        /* RLIMIT_AS of the target; 0: none */
     const char *otlp_listen; /* OTLP/HTTP receiver address (--otlp-listen), may be NULL */
     const char *otlp_file;   /* OTLP JSON-lines file to follow (--otlp-file), may be NULL */

@@ -180,7 +180,7 @@ static fl_status setup(camp *cp, const fl_campaign_opts *o, fl_err *e) {
     cp->st.max_len = cp->meta.max_len = mo.max_len;
     if ((st = fl_mutator_new(&mo, &cp->mut, e))) return st;
     if ((st = fl_mutator_add_spec_words(cp->mut, cp->spec, e))) return st; /* issue 15 §2 */
-    if (o->auto_dict >= 0 && !(cp->autod = fl_autodict_new(o->auto_dict)))
+    if (o->auto_dict > 0 && !(cp->autod = fl_autodict_new(o->auto_dict)))
         return fl_fail(e, FL_ERR_NOMEM, "out of memory");
     if (o->dict_path && (st = fl_mutator_load_dict(cp->mut, o->dict_path, e))) return st;
     if (o->lexicon_path && (st = fl_mutator_load_lexicon(cp->mut, o->lexicon_path, e))) return st;

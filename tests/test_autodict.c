@@ -6,8 +6,10 @@
 
 #include "testutil.h"
 
+#include "agents/campaign/campaign_int.h"
 #include "flare/agents/campaign.h"
 #include "flare/agents/mutate.h"
+#include "campfix.h"
 
 static fl_trace *trace_of(const char *const *lines, int n) {
     fl_trace *t = fl_trace_new();
@@ -128,14 +130,11 @@ static void test_mutators_use_it(void **state) {
 static void test_campaign(void **state) {
     (void)state;
     char tmp[] = "/tmp/flare_autodict_XXXXXX", tgt[128], seeds[128], out[2][160], p[256];
-    assert_non_null(mkdtemp(tmp));
-    snprintf(tgt, sizeof tgt, "%s/campaign_tgt", tmp);
-    assert_int_equal(tu_build_target("campaign_tgt", tgt), 0);
+    assert_int_equal(camp_tmp_new(tmp, tgt, sizeof tgt), 0);
     snprintf(seeds, sizeof seeds, "%s/seeds", tmp);
     mkdir(seeds, 0755);
-    snprintf(p, sizeof p, "%s/a.txt", seeds);
+    snprintf(p, sizeof p, "%s/a.txt", seeds), write_file(p, "what is math");
     fl_err e = {0};
-    assert_int_equal(fl_file_write_atomic(p, "what is math", 12, &e), FL_OK);
     char *argv[] = {tgt, NULL};
     fl_campaign_result r[2];
     for (int k = 0; k < 2; k++) {
@@ -149,8 +148,7 @@ static void test_campaign(void **state) {
     assert_true(r[0].stats.auto_dict > 0 && r[0].stats.auto_dict <= 16);
     assert_true(r[0].stats.auto_dict_learnt >= (uint64_t)r[0].stats.auto_dict);
     assert_int_equal(r[1].stats.auto_dict, 0);
-    snprintf(p, sizeof p, "rm -rf %s", tmp);
-    assert_int_equal(system(p), 0);
+    assert_int_equal(camp_tmp_remove(tmp), 0);
 }
 
 int main(void) {

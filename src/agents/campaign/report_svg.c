@@ -31,7 +31,7 @@ static size_t cut_at(const char *s, int max) {
 void rp_html_cut(fl_sb *b, const char *s, int max) {
     if (!s) return;
     size_t k = cut_at(s, max);
-    char buf[1024];
+    char buf[4096];
     if (!s[k]) {
         rp_html(b, s);
         return;
@@ -47,7 +47,7 @@ void rp_svg_text(fl_sb *b, double x, double y, const char *cls, const char *s, i
     fl_sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" class=\"%s\">", x, y, cls);
     if (s && s[cut_at(s, max)]) { /* cut: the whole text as a tooltip */
         fl_sb_puts(b, "<title>");
-        rp_html(b, s);
+        rp_html_cut(b, s, 1000); /* a tooltip, not the file: that has it all */
         fl_sb_puts(b, "</title>");
     }
     rp_html_cut(b, s, max);

@@ -1,7 +1,7 @@
 /* The agents campaign's report.html as a person sees it: a short campaign against
  * tests/targets/campaign_tgt.c (as test_campaign runs it), its report rendered in headless
  * Chromium (Debian's `chromium`) at 1280 px — a screenshot, and the DOM after a script opened
- * the first finding: the findings count shown is the campaign's, the opened finding shows its
+ * the first finding with events: the findings count shown is the campaign's, the opened finding shows its
  * trace with one highlighted row, and the page does not scroll sideways. Then what the HTML
  * says without a spec (n/a, no coverage line at 0 %) and that its axes end at the run with
  * whole-number ticks on count axes. Without chromium the Chromium case is a SKIP (TU_NEED). */
@@ -19,18 +19,14 @@ static char tmp[64], tgt[128], seeds[128], spec[128];
 
 static int setup(void **state) {
     (void)state;
-    strcpy(tmp, "/tmp/flare_report_XXXXXX");
-    if (!mkdtemp(tmp)) return -1;
-    snprintf(tgt, sizeof tgt, "%s/campaign_tgt", tmp);
-    if (tu_build_target("campaign_tgt", tgt) != 0) return -1;
+    if (camp_fix_dir(tmp, "report", tgt)) return -1;
     snprintf(seeds, sizeof seeds, "%s/seeds", tmp);
     mkdir(seeds, 0755);
-    char p[256];
-    static const char *const s[][2] = {{"a.txt", "what is math"}, {"b.txt", "search the web for cats"},
-                                       {"c.txt", "please boom the bridge"}, {"d.txt", "leak it please"}};
+    static const char *const s[] = {"what is math", "search the web for cats", "please boom the bridge",
+                                    "leak it please"}; /* a crash and a forbidden output */
     for (int i = 0; i < 4; i++) {
-        snprintf(p, sizeof p, "%s/%s", seeds, s[i][0]);
-        write_file(p, s[i][1]);
+        char p[256];
+        snprintf(p, sizeof p, "%s/%c.txt", seeds, 'a' + i), write_file(p, s[i]);
     }
     snprintf(spec, sizeof spec, "%s/spec.json", tmp);
     /* Checker is left out of the edges: Master->Checker is an undeclared edge, observed */
@@ -44,21 +40,37 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
-    return system(cmd) == 0 ? 0 : -1;
+    return camp_fix_rm(tmp);
 }
 
-static fl_campaign_result campaign(const char *out, const char *spec_path, uint64_t execs) {
+static fl_campaign_result campaign_in(const char *in, const char *out, const char *spec_path, uint64_t execs) {
     fl_campaign_opts o;
     fl_campaign_opts_default(&o);
     char *argv[] = {tgt, NULL};
-    o.in_dir = seeds, o.out_dir = out, o.argv = argv, o.max_execs = execs, o.seed = 1;
+    o.in_dir = in, o.out_dir = out, o.argv = argv, o.max_execs = execs, o.seed = 1;
     o.timeout_ms = 3000, o.spec_path = spec_path, o.write_report = 1;
     fl_campaign_result r;
     fl_err e = {0};
     if (fl_campaign_run(&o, &r, &e) != FL_OK) fail_msg("fl_campaign_run: %s", e.msg);
     return r;
+}
+
+static fl_campaign_result campaign(const char *out, const char *spec_path, uint64_t execs) {
+    return campaign_in(seeds, out, spec_path, execs);
+}
+
+/* Executions of from -> to recorded in out/edges.json (0 when absent). */
+static uint64_t edge_execs(const char *out, const char *from, const char *to) {
+    char p[256];
+    snprintf(p, sizeof p, "%s/edges.json", out);
+    camp_edges h = {0};
+    fl_err e = {0};
+    if (camp_edges_read(&h, p, &e)) fail_msg("%s", e.msg);
+    uint64_t n = 0;
+    for (int i = 0; i < h.n; i++)
+        if (!strcmp(h.v[i].from, from) && !strcmp(h.v[i].to, to)) n = h.v[i].execs;
+    camp_edges_free(&h);
+    return n;
 }
 
 /* The number after "key=" in s, -1 when absent. */
@@ -103,11 +115,12 @@ static void test_chromium(void **state) {
     snprintf(cp, sizeof cp, "%s/check.html", tmp);
     FILE *f = fopen(cp, "w");
     assert_non_null(f);
-    fprintf(f, "%.*s<script>var d=document.querySelector('details.finding');d.open=true;"
+    fprintf(f, "%.*s<script>var a=[].slice.call(document.querySelectorAll('details.finding'));"
+               "var d=a.filter(function(x){return x.querySelector('text.ix')})[0]||a[0];d.open=true;"
                "var r=document.documentElement;document.title='CHECK sw='+r.scrollWidth+' cw='+r.clientWidth"
                "+' open='+document.querySelectorAll('details.finding[open]').length"
                "+' svg='+d.querySelectorAll('svg').length+' hl='+d.querySelectorAll('rect.hl').length"
-               "+' texts='+d.querySelectorAll('svg text').length"
+               "+' rows='+d.querySelectorAll('text.ix').length"
                "+' details='+document.querySelectorAll('details.finding').length"
                "+' n='+document.getElementById('n-findings').textContent+' end';</script>%s",
             (int)(end - html), html, end);
@@ -124,7 +137,7 @@ static void test_chromium(void **state) {
     assert_int_equal(num_after(t, " open="), 1);
     assert_true(num_after(t, " svg=") >= 1);                         /* its sequence diagram */
     assert_int_equal(num_after(t, " hl="), 1);                       /* one highlighted row */
-    assert_true(num_after(t, " texts=") >= 2); /* lifelines named, how the case ended */
+    assert_true(num_after(t, " rows=") >= 3); /* a row per event (the forbidden output's trace) */
     long sw = num_after(t, "sw="), cw = num_after(t, " cw=");
     assert_true(cw > 1000);
     if (sw > cw) fail_msg("the page scrolls sideways at 1280 px: scrollWidth %ld > clientWidth %ld", sw, cw);
@@ -183,10 +196,33 @@ static void test_no_spec_axes(void **state) {
     free(html);
 }
 
+/* edges.json counts each execution once per edge it took, and a resumed campaign goes on from
+ * the recorded counts; a broken file is an error naming it. */
+static void test_edges_resume(void **state) {
+    (void)state;
+    char out[128], p[256];
+    snprintf(out, sizeof out, "%s/o_edges", tmp);
+    fl_campaign_result r = campaign(out, spec, 60);
+    uint64_t first = edge_execs(out, "user", "Master");
+    assert_true(first > 0 && first <= r.stats.execs); /* once per execution at most */
+    assert_true(edge_execs(out, "Master", "Checker") > 0);
+    campaign_in("-", out, spec, 40);
+    assert_true(edge_execs(out, "user", "Master") > first);
+    snprintf(p, sizeof p, "%s/bad_edges.json", tmp);
+    write_file(p, "{\"edges\": [{\"from\": \"a\"}]}");
+    camp_edges h = {0};
+    fl_err e = {0};
+    assert_int_equal(camp_edges_read(&h, p, &e), FL_ERR_FORMAT);
+    assert_non_null(strstr(e.msg, "bad_edges.json"));
+    assert_non_null(strstr(e.msg, "edges[0]"));
+    camp_edges_free(&h);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chromium),
         cmocka_unit_test(test_no_spec_axes),
+        cmocka_unit_test(test_edges_resume),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -134,6 +134,7 @@ static int skip_reason(const char *rel, int in_queue) {
     const char *base = strrchr(rel, '/') ? strrchr(rel, '/') + 1 : rel;
     if (!strncmp(rel, "logs/", 5) || strstr(rel, "/logs/")) return SAVED_SKIP_LOG;
     if (ends_with(base, ".min.json")) return SAVED_SKIP_MIN;
+    if (!strcmp(rel, "edges.json")) return SAVED_SKIP_OTHER; /* a campaign's own file (edge_hits.c) */
     if (in_queue) return strncmp(base, "id:", 3) ? SAVED_SKIP_OTHER : -1;
     if (!strncmp(rel, "queue/", 6) || strstr(rel, "/queue/")) return SAVED_SKIP_QUEUE;
     return ends_with(base, ".json") ? -1 : SAVED_SKIP_OTHER;

@@ -50,4 +50,12 @@ static inline int camp_tmp_remove(const char *dir) {
     return system(cmd) == 0 ? 0 : -1;
 }
 
+/* camp_tmp_new for /tmp/flare_<name>_XXXXXX into tmp (64 bytes), tgt 128 bytes. */
+static inline int camp_fix_dir(char *tmp, const char *name, char *tgt) {
+    snprintf(tmp, 64, "/tmp/flare_%s_XXXXXX", name);
+    return camp_tmp_new(tmp, tgt, 128);
+}
+
+static inline int camp_fix_rm(const char *tmp) { return camp_tmp_remove(tmp); }
+
 #endif

@@ -17,10 +17,7 @@
 static char tmp[64], tgt[128], seeds[128], spec[128], dict[128];
 
 static int setup(void **state) {
-    strcpy(tmp, "/tmp/flare_campaign_XXXXXX");
-    if (!mkdtemp(tmp)) return -1;
-    snprintf(tgt, sizeof tgt, "%s/campaign_tgt", tmp);
-    if (tu_build_target("campaign_tgt", tgt) != 0) return -1;
+    if (camp_fix_dir(tmp, "campaign", tgt)) return -1;
     snprintf(seeds, sizeof seeds, "%s/seeds", tmp);
     mkdir(seeds, 0755);
     char p[256];
@@ -46,9 +43,8 @@ static int setup(void **state) {
 }
 
 static int teardown(void **state) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
-    return system(cmd) == 0 ? 0 : -1;
+    (void)state;
+    return camp_fix_rm(tmp);
 }
 
 /* ---- helpers ------------------------------------------------------------------------------- */

@@ -16,10 +16,7 @@ static char tmp[64], tgt[128], seeds[128], spec[128], dict[128], out[128];
 
 static int setup(void **state) {
     (void)state;
-    strcpy(tmp, "/tmp/flare_campres_XXXXXX");
-    if (!mkdtemp(tmp)) return -1;
-    snprintf(tgt, sizeof tgt, "%s/campaign_tgt", tmp);
-    if (tu_build_target("campaign_tgt", tgt) != 0) return -1;
+    if (camp_fix_dir(tmp, "campres", tgt)) return -1;
     char p[256];
     snprintf(seeds, sizeof seeds, "%s/seeds", tmp);
     mkdir(seeds, 0755);
@@ -40,9 +37,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
-    return system(cmd) == 0 ? 0 : -1;
+    return camp_fix_rm(tmp);
 }
 
 static void opts(fl_campaign_opts *o, const char *in, char **argv) {

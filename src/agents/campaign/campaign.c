@@ -184,7 +184,9 @@ void camp_periodic(camp *cp, int force) {
         refresh_cov(cp);
         camp_llm_stats(cp);
         camp_otlp_stats(cp);
-        if (od_write_stats(cp->o->out_dir, s, &cp->meta, &e)) camp_fail(cp, &e);
+        if (od_write_stats(cp->o->out_dir, s, &cp->meta, &e) ||
+            camp_edges_write(&cp->edges, cp->o->out_dir, &e))
+            camp_fail(cp, &e);
         od_plot_row(cp->plot, s);
         cp->last_stats = now;
     }
@@ -213,7 +215,7 @@ void camp_process(camp *cp, fl_case *c, const fl_trace *t, const camp_origin *or
                                      t->exit == FL_EXIT_HANG ? Q_HANG_COST : 1);
 
     int n_new = 0, r = fl_agcov_commit(cp->cov, t, &n_new);
-    if (r < 0) {
+    if (r < 0 || camp_edges_count(&cp->edges, t, cp->spec) < 0) {
         fl_fail(&e, FL_ERR_NOMEM, "coverage: out of memory");
         camp_fail(cp, &e);
     }

@@ -63,13 +63,16 @@ void od_plot_row(FILE *f, const fl_campaign_stats *s);
  * A failure file holds the request's members at the top level (so `flare agents run` and
  * fl_case_parse read it as a case) and the finding around it:
  *   {"id":..., "turns":[...], "seed":..., "kind":"loop", "mast":"FM-1.3", "signature":...,
- *    "message":..., "found":{"exec":N, "time":s, "queue_src":...}, "exit":..., "trace":{...}} */
+ *    "message":..., "event":N, "found":{"exec":N, "time":s, "queue_src":...}, "exit":...,
+ *    "trace":{...}} (event: the index in trace.events of the event that shows the finding) */
 typedef struct saved_case {
     char *path;
     fl_case *c;
     char *kind, *signature, *mast, *message, *spec; /* NULL when absent */
     double found_time;   /* "found": seconds into the campaign, exec number; -1 when absent */
     double found_exec;
+    int event;           /* the finding's event (index into trace's events); -1 when none */
+    fl_trace *trace;     /* the recorded trace ("trace": its events and how it ended), or NULL */
 } saved_case;
 fl_status saved_case_load(const char *path, saved_case *out, fl_err *e);
 void saved_case_free(saved_case *s);
@@ -208,6 +211,25 @@ int sig_set_has(const sig_set *s, const char *kind, const char *sig);
 void sig_set_free(sig_set *s);
 
 #define CAMP_OK_BUCKETS 32
+/* Executions per inter-agent handoff, by name (edge_hits.c; edges.json in the output folder,
+ * for the report's agent graph). */
+typedef struct camp_edge {
+    char *from, *to;
+    uint64_t execs;  /* executions whose trace took it (once per execution) */
+    uint64_t stamp;  /* the last execution counted */
+} camp_edge;
+typedef struct camp_edges {
+    camp_edge *v;
+    int n, cap;
+    fl_index ix;     /* hash of (from, to) -> position in v */
+    uint64_t stamp;
+} camp_edges;
+/* Count t's edges (fl_agtrace_edges); -1 when out of memory. */
+int camp_edges_count(camp_edges *h, const fl_trace *t, const fl_spec *spec);
+fl_status camp_edges_write(const camp_edges *h, const char *out_dir, fl_err *e); /* edges.json */
+fl_status camp_edges_read(camp_edges *h, const char *path, fl_err *e);  /* adds its counts */
+void camp_edges_free(camp_edges *h);
+
 typedef struct camp {
     const fl_campaign_opts *o; /* &eff */
     fl_campaign_opts eff;    /* the caller's options, with a resumed campaign's record */
@@ -222,6 +244,7 @@ typedef struct camp {
     fl_oracle_opts oo;
     q_queue q;
     sig_set sigs;
+    camp_edges edges;        /* executions per handoff (edges.json) */
     pthread_mutex_t mu;
     fl_campaign_stats st;
     od_meta meta;

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "agents/campaign/campaign_int.h"
 #include "flare/agents/http_target.h"
@@ -193,6 +194,10 @@ static fl_status setup(camp *cp, const fl_campaign_opts *o, fl_err *e) {
     if ((st = q_init(&cp->q, o->schedule, e))) return st;
     if ((st = camp_otlp_start(cp, e))) return st; /* a port in use fails before -o is made */
     if ((st = od_prepare(o->out_dir, !strcmp(o->in_dir, "-"), e))) return st;
+    char ep[4096]; /* resumed: the recorded handoff counts go on (a folder from before has none) */
+    if (resuming && !od_path(ep, sizeof ep, o->out_dir, "edges.json", NULL) && access(ep, F_OK) == 0 &&
+        (st = camp_edges_read(&cp->edges, ep, e)))
+        return st;
     if ((st = camp_llm_start(cp, e))) return st; /* its cache may live in -o */
     saved_argv_line(o->argv, cp->target_desc, sizeof cp->target_desc);
     if (o->http) snprintf(cp->target_desc, sizeof cp->target_desc, "%s", o->http->url);
@@ -294,6 +299,7 @@ fl_status fl_campaign_run(const fl_campaign_opts *o, fl_campaign_result *r, fl_e
     }
     q_free(&cp->q);
     sig_set_free(&cp->sigs);
+    camp_edges_free(&cp->edges);
     fl_mutator_free(cp->mut);
     fl_autodict_free(cp->autod);
     fl_agcov_free(cp->cov);

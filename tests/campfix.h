@@ -56,6 +56,4 @@ static inline int camp_fix_dir(char *tmp, const char *name, char *tgt) {
     return camp_tmp_new(tmp, tgt, 128);
 }
 
-static inline int camp_fix_rm(const char *tmp) { return camp_tmp_remove(tmp); }
-
 #endif

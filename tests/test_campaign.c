@@ -44,7 +44,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     (void)state;
-    return camp_fix_rm(tmp);
+    return camp_tmp_remove(tmp);
 }
 
 /* ---- helpers ------------------------------------------------------------------------------- */

@@ -37,7 +37,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     (void)state;
-    return camp_fix_rm(tmp);
+    return camp_tmp_remove(tmp);
 }
 
 static void opts(fl_campaign_opts *o, const char *in, char **argv) {

@@ -16,17 +16,12 @@ static char tmp[64], tgt[128];
 
 static int setup(void **state) {
     (void)state;
-    strcpy(tmp, "/tmp/flare_campseeds_XXXXXX");
-    if (!mkdtemp(tmp)) return -1;
-    snprintf(tgt, sizeof tgt, "%s/campaign_tgt", tmp);
-    return tu_build_target("campaign_tgt", tgt) != 0 ? -1 : 0;
+    return camp_fix_dir(tmp, "campseeds", tgt) ? -1 : 0;
 }
 
 static int teardown(void **state) {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
-    return system(cmd) == 0 ? 0 : -1;
+    return camp_tmp_remove(tmp);
 }
 
 static void write_bytes(const char *path, const void *b, size_t n) {

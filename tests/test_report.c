@@ -40,7 +40,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     (void)state;
-    return camp_fix_rm(tmp);
+    return camp_tmp_remove(tmp);
 }
 
 static fl_campaign_result campaign_in(const char *in, const char *out, const char *spec_path, uint64_t execs) {

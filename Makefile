@@ -45,8 +45,8 @@ TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 EXAMPLE_SRC := $(wildcard examples/agents/*.c)
 EXAMPLE := $(BUILD)/examples/taskforce
 HTTP_EXAMPLE := $(BUILD)/examples/agents-http
-# examples/systems/: three more systems with planted defects (helpdesk, coder, pipeline)
-SYSTEMS := $(addprefix $(BUILD)/examples/,helpdesk coder pipeline)
+# examples/systems/: more systems with planted defects (helpdesk, coder, pipeline; scheduler: hangs)
+SYSTEMS := $(addprefix $(BUILD)/examples/,helpdesk coder pipeline scheduler)
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 

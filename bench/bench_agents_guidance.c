@@ -18,6 +18,12 @@
  *       [budget=3000] [timeout_ms=300]
  * KINDS is a comma list of finding kinds (fl_finding_kind_parse). It prints
  *   agents_defects_NAME_explore / _none  per-seed defects found, the median, of how many
+ *
+ * A third mode measures the time lost to timeouts (issue 15 §1) over a whole budget:
+ *   bench_agents_guidance hangs NAME TARGET SPEC SEEDS WORKDIR [n_seeds=5] [budget=3000]
+ *       [timeout_ms=0: calibrated]
+ * and prints agents_hangs_NAME: per seed the hang share (hang_time / case_time), the median,
+ * and on how many seeds a hang was found.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +52,9 @@ static double median(const uint64_t *v, int n) {
 }
 
 /* Executions to the goal for one schedule and seed (0 when not reached); the parts. */
+static fl_campaign_stats last; /* the last run's counters (the hangs mode) */
+static int stop_at_goal = 1;
+
 static uint64_t run_one(char *const *argv, const char *spec, const char *seeds, const char *dir,
                         fl_schedule sch, uint64_t seed, uint64_t budget, int timeout_ms,
                         int edges, uint64_t *parts, double *secs) {
@@ -68,7 +77,7 @@ static uint64_t run_one(char *const *argv, const char *spec, const char *seeds, 
     o.stats_every = 10;
     for (int i = 0; i < N_PLANTED; i++) o.goal_kinds |= 1u << planted[i];
     o.goal_edges = edges;
-    o.stop_at_goal = 1;
+    o.stop_at_goal = stop_at_goal;
     fl_campaign_result r;
     fl_err e = {0};
     double t0 = fl_now();
@@ -77,6 +86,7 @@ static uint64_t run_one(char *const *argv, const char *spec, const char *seeds, 
         exit(1);
     }
     *secs = fl_now() - t0;
+    last = r.stats;
     for (int i = 0; i < N_PLANTED; i++) parts[i] = r.stats.kind_first_exec[planted[i]];
     parts[N_PLANTED] = r.stats.execs_full_edges;
     return r.stats.execs_goal;
@@ -127,8 +137,47 @@ static int defects(int argc, char **argv) {
     return 0;
 }
 
+/* The hangs mode (issue 15 §1): the share of case time lost to timeouts over a whole budget
+ * (fuzzer_stats' hang_share), and whether a hang was found, per seed, median. */
+static int hangs(int argc, char **argv) {
+    if (argc < 7) {
+        fprintf(stderr, "usage: %s hangs NAME TARGET SPEC SEEDS WORKDIR [n_seeds=5] "
+                        "[budget=3000] [timeout_ms=0: calibrated]\n", argv[0]);
+        return 2;
+    }
+    N_PLANTED = 1, planted[0] = FL_FIND_HANG, stop_at_goal = 0;
+    int n = argc > 7 ? atoi(argv[7]) : 5;
+    uint64_t budget = argc > 8 ? strtoull(argv[8], NULL, 10) : 3000;
+    int timeout_ms = argc > 9 ? atoi(argv[9]) : 0;
+    if (n < 1 || n > MAX_SEEDS || budget < 1 || timeout_ms < 0) return 2;
+    char *targv[] = {argv[3], NULL};
+    uint64_t share[MAX_SEEDS], parts[2];
+    int found = 0;
+    double secs = 0;
+    printf("{\"name\": \"agents_hangs_%s\", \"seeds\": %d, \"budget\": %llu, \"runs\": [",
+           argv[2], n, (unsigned long long)budget);
+    for (int k = 0; k < n; k++) {
+        double t;
+        run_one(targv, argv[4], argv[5], argv[6], FL_SCHED_EXPLORE, (uint64_t)k + 1, budget,
+                timeout_ms, 0, parts, &t);
+        secs += t;
+        double sh = last.case_seconds > 0 ? last.hang_seconds / last.case_seconds : 0;
+        share[k] = (uint64_t)(sh * 10000 + 0.5); /* basis points, for the median */
+        found += parts[0] != 0;
+        printf("%s{\"hang_share\": %.4f, \"hangs\": %llu, \"hang_findings\": %d, "
+               "\"execs_trim\": %llu, \"timeout_ms\": %d}", k ? ", " : "", sh,
+               (unsigned long long)last.hangs, last.kind_count[FL_FIND_HANG],
+               (unsigned long long)last.execs_trim, last.timeout_ms);
+    }
+    printf("], \"median_hang_share\": %.4f, \"hang_found\": %d, \"seconds\": %.1f}\n",
+           median(share, n) / 10000, found, secs);
+    fflush(stdout);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "defects")) return defects(argc, argv);
+    if (argc > 1 && !strcmp(argv[1], "hangs")) return hangs(argc, argv);
     if (argc < 5) {
         fprintf(stderr, "usage: %s TARGET SPEC SEEDS WORKDIR [n_seeds=5] [budget=20000] "
                         "[timeout_ms=100]\n", argv[0]);

@@ -3,7 +3,7 @@
 
 usage: /usr/bin/python3 bench/fuzz_torch.py MODEL.onnx SEEDS.npy [LABELS.npy]
            [--criterion kmnc:100|nc:0.75] [--profile FILE | --train SPEC]
-           [--threads T] [--execs N] [--k 64] [--seed S]
+           [--threads T] [--execs N] [--k 64] [--seed S] [--pick kind|flat] [--power deephunter|k]
 
   MODEL.onnx   LeNet-5 as flare's zoo or torch.onnx.export writes it (initializers conv1.weight,
                conv1.bias, conv2.*, fc1.*, fc2.*, fc3.*; shapes are asserted)
@@ -23,10 +23,13 @@ with hooks + coverage update), mutate_s (Mutate() calls), setup_s (load, profile
 What it mirrors (DeepHunter, Xie et al. ISSTA 2019, as NeuraL-Coverage's fuzz.py runs it):
   - queue of seeds, prob selection: priority 1 - B_c/gamma, p_min once B_c >= (1-p_min)*gamma,
     gamma 5, p_min 0.01; B_c counts how often an entry was picked;
-  - per pick K mutants (NLC's power schedule with one seed per iteration gives K), each from
-    Mutate(I): up to TRY_NUM 50 tries of a transformation drawn uniformly from the flat menu
-    of (transformation, parameter) pairs, affine ones (translate, scale, shear, rotate) only
-    while the lineage has none; after an affine one the lineage's reference I0 becomes t(I0);
+  - per pick ceil(K * left / budget) mutants, 1..K (DeepHunter's power schedule, as flare's:
+    budget = beta*255*size, left = budget - sum |I - I0|; `--power k`: always K, as NLC's
+    schedule with one seed per iteration gives), each from Mutate(I): up to TRY_NUM 50 tries
+    of a transformation: a kind drawn uniformly among those allowed, then one of its
+    parameters (DeepHunter's mutate_one, flare's deephunter menu; `--pick flat`: uniformly
+    from the flat menu of (transformation, parameter) pairs, as NLC's randomPick), affine ones
+    (translate, scale, shear, rotate) only while the lineage has none; after an affine one the lineage's reference I0 becomes t(I0);
     validity: L0(x - I0) < alpha*size (alpha 0.02, size = all 784 values) or
     Linf(x - I0) <= beta*255 (beta 0.2); DeepHunter's released parameter ranges
     (translate -3..2 px, scale 0.7..1.1, shear -0.6..0.5, rotate -50..49 deg, contrast
@@ -233,8 +236,8 @@ def _gauss(k):
 
 
 class Menu:
-    def __init__(self, h, w):
-        self.h, self.w, self.n = h, w, h * w
+    def __init__(self, h, w, flat=False):
+        self.h, self.w, self.n, self.flat = h, w, h * w, flat
         aff = ([("translate", float(p)) for p in range(-3, 3)] +
                [("scale", k * 0.1) for k in range(7, 12)] +
                [("shear", k * 0.1) for k in range(-6, 6)] +
@@ -244,6 +247,11 @@ class Menu:
                [("blur", p) for p in range(1, 10)] + [("pixel", p) for p in range(1, 10)] +
                [("noise", p) for p in range(1, 4)])
         self.v, self.n_aff = aff + pix, len(aff)
+        self.by_kind = {}
+        for i, (k, _) in enumerate(self.v):
+            self.by_kind.setdefault(k, []).append(i)
+        self.kinds_all = list(self.by_kind)
+        self.kinds_pix = list(dict.fromkeys(k for k, _ in pix))
         self.grid = {}
         for i, (k, p) in enumerate(aff):  # output -> input map, normalised coords (square)
             if k == "translate":
@@ -309,11 +317,20 @@ class Menu:
             return True
         return d.max() <= BETA * 255
 
+    def pick(self, lo, rs):
+        """DeepHunter's mutate_one: a kind uniformly among those allowed, then one of its
+        parameters (flare's deephunter menu, by_kind = 1); flat: any allowed entry."""
+        if self.flat:
+            return int(rs.integers(lo, len(self.v)))
+        kinds = self.kinds_pix if lo else self.kinds_all
+        ids = self.by_kind[kinds[int(rs.integers(0, len(kinds)))]]
+        return ids[int(rs.integers(0, len(ids)))]
+
     def mutate(self, img, i0, aff, rs):
         """DeepHunter's Mutate(I): (mutant, new I0, affine used, menu index) or None."""
         n = self.n_aff if aff else 0
         for _ in range(TRY_NUM):
-            i = int(rs.integers(n, len(self.v)))
+            i = self.pick(n, rs)
             x = self.apply(i, img, rs)
             ref = self.apply(i, i0, rs) if i < self.n_aff else i0
             if self.valid(ref, x):
@@ -333,6 +350,8 @@ def main():
     ap.add_argument("--execs", type=int, default=3000)
     ap.add_argument("--k", type=int, default=64)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--pick", choices=("kind", "flat"), default="kind")
+    ap.add_argument("--power", choices=("deephunter", "k"), default="deephunter")
     a = ap.parse_args()
 
     torch.set_num_threads(a.threads)
@@ -394,7 +413,7 @@ def main():
         assert len(labels) == len(pix), f"{len(labels)} labels for {len(pix)} seeds"
         good = np.nonzero(pred == labels)[0]
         cover.update(vals[good], [(m[good], x[good]) for m, x in rng] if rng else None)
-    menu = Menu(28, 28)
+    menu = Menu(28, 28, a.pick == "flat")
     q_img = [pix[i] for i in good]
     q_ref = [pix[i] for i in good]
     q_aff = [False] * len(good)
@@ -417,10 +436,16 @@ def main():
             pr = np.where(b < (1 - P_MIN) * GAMMA, 1 - b / GAMMA, P_MIN)
             c = int(rs.choice(bc_n, p=pr / pr.sum()))
             bc[c] += 1
-            # K mutants of the pick
+            # DeepHunter's power schedule, as flare's: ceil(K * left / budget), 1..K, where
+            # budget = beta * 255 * size and left = budget - sum |I - I0|
             tm = time.perf_counter()
+            budget = BETA * 255.0 * q_img[c].size
+            used = int(np.abs(q_img[c].astype(np.int32) - q_ref[c]).sum())
+            P = min(max(int(np.ceil(max(0.0, (budget - used) / budget) * a.k)), 1), a.k)
+            if a.power == "k":
+                P = a.k
             muts = []
-            for _ in range(min(a.k, a.execs - execs)):
+            for _ in range(min(P, a.execs - execs)):
                 r = menu.mutate(q_img[c], q_ref[c], q_aff[c], rs)
                 if r is not None:
                     muts.append(r)
@@ -456,7 +481,7 @@ def main():
         "corpus": bc_n, "covered": cover.count(), "total": cover.total,
         "coverage": round(cover.count() / cover.total, 6), "failures": len(found),
         "failures_total": fails, "threads": a.threads, "k": a.k, "seeds_used": len(good),
-        "seeds_dropped": len(pix) - len(good), "forward_cover_s": round(t_fc, 4),
+        "seeds_dropped": len(pix) - len(good), "pick": a.pick, "power": a.power, "forward_cover_s": round(t_fc, 4),
         "forward_cover_share": round(t_fc / secs, 4) if secs else 0.0,
         "mutate_s": round(t_mut, 4), "setup_s": round(setup_s, 3)}))
 

@@ -123,6 +123,15 @@ for sys in "helpdesk forbidden_output,crash,tool_error,loop,hang,spec_violation,
     5 "${BENCH_DEFECT_EXECS:-3000}" 300 | tee -a "$res"
 done
 
+echo "== flare agents: share of case time lost to timeouts, 3000 execs, calibrated timeout (median of 5 seeds; examples/systems/scheduler is made for hangs) =="
+[ -x "$build/examples/scheduler" ] || make --no-print-directory "$build/examples/scheduler" >/dev/null
+"$build/bench/bench_agents_guidance" hangs scheduler "$build/examples/scheduler" \
+  examples/systems/scheduler/spec.json examples/systems/scheduler/seeds "$build/bench/tmp/agents_hangs" \
+  5 "${BENCH_HANG_EXECS:-3000}" | tee -a "$res"
+"$build/bench/bench_agents_guidance" hangs taskforce "$build/examples/taskforce" \
+  examples/agents/spec.json examples/agents/seeds "$build/bench/tmp/agents_hangs" \
+  5 "${BENCH_HANG_EXECS:-3000}" | tee -a "$res"
+
 have_torch=0; /usr/bin/python3 -c "import torch" 2>/dev/null && have_torch=1
 have_scipy=0; /usr/bin/python3 -c "import scipy" 2>/dev/null && have_scipy=1
 /usr/bin/python3 - "$res" "$have_torch" "$have_scipy" "${BENCH_QUICK:-0}" <<'PY'
@@ -260,6 +269,14 @@ for sysname in ("helpdesk", "coder", "pipeline"):
                 d["median_found"] >= d["planted"] - 1)
         else:
             missing(what, ">= 7", why())
+for sysname in ("scheduler", "taskforce"):
+    d = r.get(f"agents_hangs_{sysname}")
+    what = f"agents: {sysname} time lost to timeouts, 3000 execs (median of 5), hang found"
+    if d:
+        row(what, f"{d['median_hang_share']*100:.0f}% ({d['hang_found']}/{d['seeds']})",
+            "<= 15%, all", d["median_hang_share"] <= 0.15 and d["hang_found"] == d["seeds"])
+    else:
+        missing(what, "<= 15%, all", why())
 for k in ("lsa", "dsa"):
     f, b = r.get("sa_" + k), r.get("sadl_" + k)
     what = f"{k.upper()} 10k vs 60k: sadl (extrapolated) / flare time"

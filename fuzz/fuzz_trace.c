@@ -1,7 +1,8 @@
 /* libFuzzer harness for the agents protocol parsers: the input is split at newlines and fed to
  * fl_trace_feed_line as event lines, and parsed whole as a case file with fl_case_parse. Any
  * bytes must give a trace whose JSON is valid and parses back to the same events, and either a
- * case whose request JSON parses back to the same case, or a failure with a message — never a
+ * case whose request JSON and file JSON (with its "expect") parse back to the same case, or a
+ * failure with a message — never a
  * crash, an out-of-bounds read or a leak.
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude fuzz/fuzz_trace.c \
@@ -73,6 +74,16 @@ static void check_case(const uint8_t *data, size_t size) {
     char *js2 = fl_case_to_json(d);
     /* a round trip through the request JSON is stable once turns are valid UTF-8 */
     if (!js2 || strcmp(js, js2) || d->seed != c->seed || strcmp(d->id, c->id)) abort();
+    free(js);
+    free(js2);
+    fl_case_free(d);
+    /* the file form (a queue entry) keeps the expectations: it parses back to itself */
+    js = fl_case_to_file_json(c);
+    d = NULL;
+    if (!js || fl_case_parse(js, strlen(js), "again", &d, &e) != FL_OK) abort();
+    if (!c->expect != !d->expect) abort();
+    js2 = fl_case_to_file_json(d);
+    if (!js2 || strcmp(js, js2)) abort();
     free(js);
     free(js2);
     fl_case_free(d);

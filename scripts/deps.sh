@@ -11,7 +11,7 @@ pkgs="build-essential pkg-config libopenblas-dev protobuf-c-compiler libprotobuf
 case "$set_name" in
   build) ;;
   test)  pkgs="$pkgs libcmocka-dev libonnx-testdata clang libclang-rt-14-dev python3-onnx python3-numpy nodejs
-               python3-torch python3-torchvision" ;;  # torch: tests/zoo/export.py (test_zoo)
+               chromium python3-torch python3-torchvision" ;;  # torch: tests/zoo/export.py (test_zoo); chromium: test_report
   bench) pkgs="$pkgs libcmocka-dev libonnx-testdata python3-torch python3-torchvision python3-onnx python3-numpy
                python3-scipy time" ;;
   *) echo "deps.sh: unknown package set '$set_name' (build|test|bench)" >&2; exit 2 ;;

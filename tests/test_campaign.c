@@ -17,10 +17,7 @@
 static char tmp[64], tgt[128], seeds[128], spec[128], dict[128];
 
 static int setup(void **state) {
-    strcpy(tmp, "/tmp/flare_campaign_XXXXXX");
-    if (!mkdtemp(tmp)) return -1;
-    snprintf(tgt, sizeof tgt, "%s/campaign_tgt", tmp);
-    if (tu_build_target("campaign_tgt", tgt) != 0) return -1;
+    if (camp_fix_dir(tmp, "campaign", tgt)) return -1;
     snprintf(seeds, sizeof seeds, "%s/seeds", tmp);
     mkdir(seeds, 0755);
     char p[256];
@@ -46,9 +43,8 @@ static int setup(void **state) {
 }
 
 static int teardown(void **state) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
-    return system(cmd) == 0 ? 0 : -1;
+    (void)state;
+    return camp_tmp_remove(tmp);
 }
 
 /* ---- helpers ------------------------------------------------------------------------------- */
@@ -408,7 +404,7 @@ static void test_replay(void **state) {
     fl_err e = {0};
     char p[256];
     snprintf(p, sizeof p, "%s/failures", out);
-    assert_int_equal(fl_replay_run(p, &ro, &rr, &e), FL_OK);
+    assert_int_equal(fl_replay_run((const char *[]){p}, 1, &ro, &rr, &e), FL_OK);
     assert_int_equal(rr.n_cases, 2);
     assert_int_equal(rr.n_failing, 2);
     assert_int_equal(rr.n_same, 2);
@@ -417,7 +413,7 @@ static void test_replay(void **state) {
     assert_int_equal(rr.n_fixed, 0);
     /* the defects fixed: "fixed" counts only cases that failed before */
     ro.target.argv = (char *[]){tgt, "--fixed", NULL};
-    assert_int_equal(fl_replay_run(p, &ro, &rr, &e), FL_OK);
+    assert_int_equal(fl_replay_run((const char *[]){p}, 1, &ro, &rr, &e), FL_OK);
     assert_int_equal(rr.n_fixed, 2);
     assert_int_equal(rr.n_passed, 0);
     /* the queue given itself: every entry (id:..., no .json), none failed before */
@@ -428,19 +424,31 @@ static void test_replay(void **state) {
     for (struct dirent *de; (de = readdir(d));) n_queue += !strncmp(de->d_name, "id:", 3);
     closedir(d);
     assert_true(n_queue > 1);
-    assert_int_equal(fl_replay_run(p, &ro, &rr, &e), FL_OK);
+    assert_int_equal(fl_replay_run((const char *[]){p}, 1, &ro, &rr, &e), FL_OK);
     assert_int_equal(rr.n_cases, n_queue);
     /* the corpus never failed: its cases pass or fail anew (a loop of "please"s), never "fixed" */
     assert_int_equal(rr.n_fixed + rr.n_still, 0);
     assert_int_equal(rr.n_passed + rr.n_new, n_queue);
     assert_true(rr.n_passed > 0);
     ro.target.argv = (char *[]){tgt, NULL};
-    assert_int_equal(fl_replay_run(p, &ro, &rr, &e), FL_OK);
+    assert_int_equal(fl_replay_run((const char *[]){p}, 1, &ro, &rr, &e), FL_OK);
     assert_int_equal(rr.n_cases, n_queue);
     assert_int_equal(rr.n_still + rr.n_fixed, 0);
     assert_int_equal(rr.n_new + rr.n_passed, n_queue);
+    /* several paths at once, in order; a case named twice runs once and is counted as skipped */
+    char fdir[256], one[512];
+    snprintf(fdir, sizeof fdir, "%s/failures", out);
+    char *found;
+    assert_int_equal(tu_sh(&found, "find %s -name '*.json' ! -name '*.min.json' | sort | head -1", fdir), 0);
+    snprintf(one, sizeof one, "%.*s", (int)strcspn(found, "\n"), found);
+    free(found);
+    assert_true(one[0] != 0);
+    assert_int_equal(fl_replay_run((const char *[]){fdir, p, one}, 3, &ro, &rr, &e), FL_OK);
+    assert_int_equal(rr.n_cases, 2 + n_queue);
+    assert_int_equal(rr.n_still, 2);
+    if (rr.n_skipped != 1 || !strstr(rr.skipped_why, "1 named twice")) fail_msg("skipped: %s", rr.skipped_why);
     /* the whole out/: the failures, with queue/, logs/ and the campaign's own files skipped and said */
-    assert_int_equal(fl_replay_run(out, &ro, &rr, &e), FL_OK);
+    assert_int_equal(fl_replay_run((const char *[]){out}, 1, &ro, &rr, &e), FL_OK);
     assert_int_equal(rr.n_cases, 2);
     assert_true(rr.n_skipped >= n_queue);
     if (!strstr(rr.skipped_why, "the corpus (queue/") || !strstr(rr.skipped_why, "not a case file"))
@@ -457,6 +465,14 @@ static void test_replay(void **state) {
     free(o2);
     assert_int_equal(tu_sh(&o2, "%s agents replay %s -- %s", flare_bin(), out, tgt), 1);
     if (!strstr(o2, "skipped") || !strstr(o2, "2 still fail")) fail_msg("replay output:\n%s", o2);
+    free(o2);
+    /* the CLI takes several bare paths; a missing one is an error naming it */
+    assert_int_equal(tu_sh(&o2, "%s agents replay %s/failures %s/queue -- %s", flare_bin(), out, out, tgt), 1);
+    snprintf(one, sizeof one, "%d cases: 2 still fail", 2 + n_queue);
+    if (!strstr(o2, one)) fail_msg("replay output:\n%s", o2);
+    free(o2);
+    assert_int_equal(tu_sh(&o2, "%s agents replay %s/failures %s/nope -- %s", flare_bin(), out, tmp, tgt), 1);
+    if (!strstr(o2, "/nope")) fail_msg("replay output:\n%s", o2);
     free(o2);
 }
 
@@ -486,7 +502,7 @@ static void test_minimize(void **state) {
     /* the shrunk case still reproduces: replay says so */
     fl_replay_opts ro = {.target = {.argv = (char *[]){tgt, NULL}, .timeout_ms = 3000}};
     fl_replay_result rr;
-    assert_int_equal(fl_replay_run(outp, &ro, &rr, &e), FL_OK);
+    assert_int_equal(fl_replay_run((const char *[]){outp}, 1, &ro, &rr, &e), FL_OK);
     assert_int_equal(rr.n_same, 1);
 
     /* a case that does not fail cannot be minimised */

@@ -16,10 +16,7 @@ static char tmp[64], tgt[128], seeds[128], spec[128], dict[128], out[128];
 
 static int setup(void **state) {
     (void)state;
-    strcpy(tmp, "/tmp/flare_campres_XXXXXX");
-    if (!mkdtemp(tmp)) return -1;
-    snprintf(tgt, sizeof tgt, "%s/campaign_tgt", tmp);
-    if (tu_build_target("campaign_tgt", tgt) != 0) return -1;
+    if (camp_fix_dir(tmp, "campres", tgt)) return -1;
     char p[256];
     snprintf(seeds, sizeof seeds, "%s/seeds", tmp);
     mkdir(seeds, 0755);
@@ -40,9 +37,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
-    return system(cmd) == 0 ? 0 : -1;
+    return camp_tmp_remove(tmp);
 }
 
 static void opts(fl_campaign_opts *o, const char *in, char **argv) {
@@ -133,10 +128,44 @@ static void test_resume_record_gone(void **state) {
     assert_int_equal(rename(moved, dict), 0);
 }
 
+/* A seed's "expect" survives in its queue entry, so a resumed campaign still checks it: with
+ * the saved findings removed, the resumed run finds the broken expectation again. */
+static void test_resume_keeps_expectations(void **state) {
+    (void)state;
+    char *argv[] = {tgt, NULL}, in[160], p[256], *log;
+    snprintf(in, sizeof in, "%s/seeds_expect", tmp);
+    mkdir(in, 0755);
+    snprintf(p, sizeof p, "%s/c.json", in);
+    write_file(p, "{\"turns\": [\"what is math\"], \"expect\": {\"contains\": \"zebra-never-said\"}}");
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", out);
+    assert_int_equal(system(cmd), 0);
+    fl_campaign_opts o;
+    fl_campaign_result r;
+    fl_err e = {0};
+    opts(&o, in, argv);
+    o.timeout_ms = 2000, o.max_execs = 5;
+    if (fl_campaign_run(&o, &r, &e)) fail_msg("%s", e.msg);
+    snprintf(p, sizeof p, "%s/queue/id:000000,orig:c.json", out);
+    char *q = slurp(p);
+    assert_non_null(strstr(q, "\"expect\":{\"contains\":[\"zebra-never-said\"]}"));
+    free(q);
+    assert_int_equal(tu_sh(NULL, "grep -rlq 'expectation:contains' %s/failures", out), 0);
+
+    snprintf(cmd, sizeof cmd, "rm -rf %s/failures", out);
+    assert_int_equal(system(cmd), 0);
+    opts(&o, "-", argv);
+    o.max_execs = 5;
+    if (run_logged(&o, &r, &e, &log)) fail_msg("%s", e.msg);
+    free(log);
+    assert_int_equal(tu_sh(NULL, "grep -rlq 'expectation:contains' %s/failures", out), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resume_keeps_the_record),
         cmocka_unit_test(test_resume_record_gone),
+        cmocka_unit_test(test_resume_keeps_expectations),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

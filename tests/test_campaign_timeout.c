@@ -15,10 +15,7 @@ static char tmp[64], tgt[128], seeds[128], boom[128];
 
 static int setup(void **state) {
     (void)state;
-    strcpy(tmp, "/tmp/flare_camptmo_XXXXXX");
-    if (!mkdtemp(tmp)) return -1;
-    snprintf(tgt, sizeof tgt, "%s/campaign_tgt", tmp);
-    if (tu_build_target("campaign_tgt", tgt) != 0) return -1;
+    if (camp_fix_dir(tmp, "camptmo", tgt)) return -1;
     char p[256];
     snprintf(seeds, sizeof seeds, "%s/seeds", tmp);
     snprintf(boom, sizeof boom, "%s/boom", tmp);
@@ -32,9 +29,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
-    return system(cmd) == 0 ? 0 : -1;
+    return camp_tmp_remove(tmp);
 }
 
 static void opts(fl_campaign_opts *o, const char *in, const char *out, char **argv) {

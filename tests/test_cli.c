@@ -693,6 +693,72 @@ static void test_train_reproducible_with_bar(void **state) {
     assert_true(file_exists(stats));
 }
 
+/* The epochs recorded so far in the statistics file being written (STATS.tmp), once at least
+ * `want` are there or after a minute. */
+static int wait_epochs(const char *stats, int want) {
+    char tmpf[160];
+    snprintf(tmpf, sizeof tmpf, "%s.tmp", stats);
+    int epochs = 0;
+    for (int tries = 0; tries < 1200 && epochs < want; tries++) {
+        usleep(50000);
+        uint8_t *buf;
+        size_t len;
+        fl_err e = {0};
+        if (fl_file_read(tmpf, &buf, &len, &e) != FL_OK) continue;
+        epochs = 0;
+        for (size_t i = 0; i + 15 < len; i++) epochs += !memcmp(buf + i, "\"event\":\"epoch\"", 15);
+        free(buf);
+    }
+    return epochs;
+}
+
+/* nn train of an MLP for "ever" (it is stopped with stop_train), output to log, in the
+ * background. */
+static pid_t start_train(const char *log, const char *stats, const char *m) {
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        FILE *f = freopen(log, "w", stdout);
+        if (!f || dup2(fileno(stdout), 2) < 0) _exit(99);
+        execl(getenv("FLARE_BIN"), "flare", "nn", "train", "-a", "mlp", "-n", "2000", "-e", "100000", "-s", "1",
+              "-t", "1", "--stats", stats, "-o", m, (char *)NULL);
+        _exit(98);
+    }
+    return pid;
+}
+
+/* Ctrl-C to a start_train; its exit status. */
+static int stop_train(pid_t pid) {
+    int st;
+    assert_int_equal(kill(pid, SIGINT), 0);
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    return WEXITSTATUS(st);
+}
+
+/* nn train failing partway (its output folder removed during training, so the model cannot be
+ * written): exit 1 naming the model, and no statistics file, neither STATS nor STATS.tmp. */
+static void test_train_fails_partway(void **state) {
+    TU_NEED(have_data, "dataset-fashion-mnist (/usr/share/datasets/fashion-mnist)");
+    char dir[128], m[160], stats[128], log[128];
+    snprintf(dir, sizeof dir, "%s/gone", tmp);
+    snprintf(m, sizeof m, "%s/m.onnx", dir);
+    snprintf(stats, sizeof stats, "%s/gone.stats.jsonl", tmp);
+    snprintf(log, sizeof log, "%s/gone.log", tmp);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    pid_t pid = start_train(log, stats, m);
+    assert_true(wait_epochs(stats, 1) >= 1);
+    assert_int_equal(rmdir(dir), 0); /* empty: the model is written only at the end */
+    assert_int_equal(stop_train(pid), 1);
+    res r = run(0, "cat %s", log);
+    assert_contains(r.out, "m.onnx");
+    free(r.out);
+    char tmpf[160];
+    snprintf(tmpf, sizeof tmpf, "%s.tmp", stats);
+    assert_false(file_exists(stats));
+    assert_false(file_exists(tmpf));
+}
+
 /* Ctrl-C in nn train: it says so, exits 130, writes the model of the last finished epoch (its
  * accuracy is the one the stats file recorded for that epoch) and closes the stats file with
  * an "interrupted" end line. */
@@ -702,33 +768,10 @@ static void test_train_ctrl_c(void **state) {
     snprintf(m, sizeof m, "%s/int.onnx", tmp);
     snprintf(stats, sizeof stats, "%s/int.stats.jsonl", tmp);
     snprintf(log, sizeof log, "%s/int.log", tmp);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        FILE *f = freopen(log, "w", stdout);
-        if (!f || dup2(fileno(stdout), 2) < 0) _exit(99);
-        execl(getenv("FLARE_BIN"), "flare", "nn", "train", "-a", "mlp", "-n", "2000", "-e",
-              "100000", "-s", "1", "-t", "1", "-o", m, (char *)NULL);
-        _exit(98);
-    }
-    /* wait for two finished epochs, then interrupt the third */
-    int epochs = 0;
-    for (int tries = 0; tries < 1200 && epochs < 2; tries++) {
-        usleep(50000);
-        uint8_t *buf;
-        size_t len;
-        fl_err e = {0};
-        if (fl_file_read(stats, &buf, &len, &e) != FL_OK) continue;
-        epochs = 0;
-        for (size_t i = 0; i + 15 < len; i++) epochs += !memcmp(buf + i, "\"event\":\"epoch\"", 15);
-        free(buf);
-    }
-    assert_true(epochs >= 2);
-    assert_int_equal(kill(pid, SIGINT), 0);
-    int st;
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    assert_true(WIFEXITED(st));
-    assert_int_equal(WEXITSTATUS(st), 130);
+    pid_t pid = start_train(log, stats, m);
+    assert_true(wait_epochs(stats, 2) >= 2); /* two finished, then interrupt the third */
+    assert_false(file_exists(stats));        /* until the end, the lines are in STATS.tmp */
+    assert_int_equal(stop_train(pid), 130);
     res r = run(0, "cat %s", log);
     assert_contains(r.out, "stopped by Ctrl-C during epoch");
     free(r.out);
@@ -951,6 +994,7 @@ int main(void) {
         cmocka_unit_test(test_train),
         cmocka_unit_test(test_train_reproducible_with_bar),
         cmocka_unit_test(test_train_ctrl_c),
+        cmocka_unit_test(test_train_fails_partway),
         cmocka_unit_test(test_info),
         cmocka_unit_test(test_eval),
         cmocka_unit_test(test_run),

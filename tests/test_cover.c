@@ -891,8 +891,72 @@ static void test_layerset_skips_pad(void **state) {
     fl_model_free(m);
 }
 
+/* [N, T, F] token layers: F neurons, each a feature's mean over the T tokens, through
+ * fl_layerset_neurons and through the view (a Relu layer derived from its input's pass too);
+ * "all" leaves out a bool output and a rank-5 output, and naming the rank-5 one fails. */
+static void test_token_layers(void **state) {
+    (void)state;
+    enum { N = 3, T = 4, NF = 5 };
+    fl_err e = {0};
+    fl_model *m = fl_model_new();
+    fl_tensor in = {0};
+    fl_tensor_set_shape(&in, 3, (int64_t[]){0, T, NF});
+    int x = fl_model_add_value(m, "x", FL_VAL_INPUT, &in, &e);
+    int neg = fl_model_add_op(m, "Neg", "neg", 1, &x, 0, NULL, &e);
+    int r = fl_model_add_op(m, "Relu", "relu", 1, &neg, 0, NULL, &e);
+    int gt = fl_model_add_op(m, "Greater", "gt", 2, (int[]){r, neg}, 0, NULL, &e);
+    int64_t ax[2] = {1, 2};
+    fl_attr a = fl_attr_ints("axes", 2, ax);
+    m->opset = 11; /* Unsqueeze axes as an attribute */
+    int u = fl_model_add_op(m, "Unsqueeze", "up", 1, &r, 1, &a, &e);
+    int five = fl_model_add_op(m, "Sigmoid", "five", 1, &u, 0, NULL, &e);
+    if (neg < 0 || r < 0 || gt < 0 || u < 0 || five < 0) fail_msg("%s", e.msg);
+    assert_int_equal(fl_model_set_io(m, 1, &x, 3, (int[]){r, gt, five}, &e), FL_OK);
+    assert_int_equal(fl_model_finish(m, &e), FL_OK);
+    fl_layerset *ls;
+    if (fl_layerset_make(m, "all", &ls, &e)) fail_msg("%s", e.msg);
+    assert_int_equal(ls->n, 2); /* neg and relu: not the bool gt, not the rank-5 five */
+    assert_string_equal(ls->name[0], "neg_output_0");
+    assert_string_equal(ls->name[1], "relu_output_0");
+    assert_int_equal(ls->width[0], NF);
+    assert_int_equal(ls->relu_of[1], 0);
+    fl_layerset *bad = NULL;
+    assert_int_equal(fl_layerset_make(m, "five_output_0", &bad, &e), FL_ERR_UNSUPPORTED);
+    assert_non_null(strstr(e.msg, "layer 'five_output_0' has rank 5"));
+    fl_rng rng;
+    fl_rng_seed(&rng, 4);
+    fl_tensor xt = tu_tensor(3, (int64_t[]){N, T, NF}, &rng, -1, 1);
+    assert_int_equal(fl_model_forward(m, &xt, &e), FL_OK);
+    float v[N * 2 * NF];
+    fl_layerset_neurons(ls, m, v);
+    fl_cover_view view = {0};
+    assert_int_equal(fl_cover_view_fill(&view, ls, m, FL_COVER_NEED_ABSMEAN | FL_COVER_NEED_RANGE, &e), FL_OK);
+    for (int b = 0; b < N; b++)
+        for (int l = 0; l < 2; l++) {
+            float lo = INFINITY, hi = -INFINITY;
+            for (int f = 0; f < NF; f++) {
+                double sum = 0, asum = 0;
+                for (int t = 0; t < T; t++) {
+                    double u0 = -xt.data[(b * T + t) * NF + f], u1 = l ? fmax(u0, 0) : u0;
+                    sum += u1, asum += fabs(u1);
+                    lo = fminf(lo, (float)u1), hi = fmaxf(hi, (float)u1);
+                }
+                int at = b * 2 * NF + l * NF + f;
+                assert_float_equal(v[at], sum / T, 1e-6);
+                assert_float_equal(view.b.mean[at], sum / T, 1e-6);
+                assert_float_equal(view.b.absmean[at], asum / T, 1e-6);
+            }
+            assert_true(view.b.lmin[b * 2 + l] == lo && view.b.lmax[b * 2 + l] == hi);
+        }
+    fl_cover_view_free(&view);
+    fl_tensor_free(&xt);
+    fl_layerset_free(ls);
+    fl_model_free(m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_token_layers),
         cmocka_unit_test(test_fixture_layers),
         cmocka_unit_test(test_profile_matches_numpy),
         cmocka_unit_test(test_criteria_match_numpy),

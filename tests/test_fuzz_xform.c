@@ -449,7 +449,7 @@ static void test_mutate_affine(void **state) {
         int au = 1;
         memset(ni0, 0xAB, MN);
         assert_int_equal(fl_fuzz_mutate(&m, img, i0, MC, MH, MW, &au, 1.0, 1.0, 0, 50, &r, out,
-                                        ni0, &used), 1);
+                                        ni0, &used, NULL), 1);
         assert_false(fl_xform_is_affine(used.kind));
         assert_int_equal(au, 1);
         for (int j = 0; j < MN; j++) assert_int_equal(ni0[j], 0xAB);
@@ -465,7 +465,7 @@ static void test_mutate_affine(void **state) {
     fl_xform_menu one = {.n = 1, .v = &rot, .n_affine = 1};
     int au = 0;
     assert_int_equal(fl_fuzz_mutate(&one, img, i0, MC, MH, MW, &au, 1.0, 1.0, 0, 50, &r, out,
-                                    ni0, &used), 1);
+                                    ni0, &used, NULL), 1);
     assert_int_equal(au, 1);
     assert_int_equal(used.kind, FL_XF_ROTATE);
     apply(FL_XF_ROTATE, 90, 0, img, ref, MC, MH, MW);
@@ -474,7 +474,7 @@ static void test_mutate_affine(void **state) {
     assert_memory_equal(ni0, ref, MN);
     /* ... and with affine_used set, an affine-only menu has nothing to offer */
     assert_int_equal(fl_fuzz_mutate(&one, img, i0, MC, MH, MW, &au, 1.0, 1.0, 0, 50, &r, out,
-                                    ni0, &used), 0);
+                                    ni0, &used, NULL), 0);
     /* an affine pick is checked against t(i0): a translation of an unchanged image is valid
      * however much it moves (against i0 itself it would not be), and the reference moves */
     fl_xform tr = {FL_XF_TRANSLATE, 3, 3};
@@ -483,7 +483,7 @@ static void test_mutate_affine(void **state) {
     assert_int_equal(fl_fuzz_valid(i0, (fl_xform_apply(&tr, i0, out, MC, MH, MW, &r), out),
                                    (int64_t)MC * MH * MW, 0.02, 0.2, 0), 0);
     assert_int_equal(fl_fuzz_mutate(&mt, i0, i0, MC, MH, MW, &au, 0.02, 0.2, 0, 50, &r, out,
-                                    ni0, &used), 1);
+                                    ni0, &used, NULL), 1);
     assert_int_equal(au, 1);
     assert_memory_equal(out, ni0, (size_t)MC * MH * MW);
     /* nothing can be valid: alpha 0, beta 0 and transformations that all change the image */
@@ -491,10 +491,10 @@ static void test_mutate_affine(void **state) {
     fl_xform_menu mc = {.n = 3, .v = ch, .n_affine = 0};
     au = 0;
     assert_int_equal(fl_fuzz_mutate(&mc, img, i0, MC, MH, MW, &au, 0, 0, 0, 50, &r, out, ni0,
-                                    &used), 0);
+                                    &used, NULL), 0);
     assert_int_equal(au, 0);
     assert_int_equal(fl_fuzz_mutate(&mc, img, i0, MC, MH, MW, &au, 1, 1, 0, 0, &r, out, ni0,
-                                    &used), 0); /* try_num 0 */
+                                    &used, NULL), 0); /* try_num 0 */
 }
 
 /* The kinds picked over many calls where everything is valid. */
@@ -511,7 +511,7 @@ static void pick_counts(fl_fuzz_preset pr, int calls, int *cnt) {
         int au = 0;
         fl_xform used;
         assert_int_equal(fl_fuzz_mutate(&m, i0, i0, MC, MH, MW, &au, 1.0, 1.0, 0, 50, &r, out,
-                                        ni0, &used), 1);
+                                        ni0, &used, NULL), 1);
         cnt[used.kind]++;
     }
     fl_xform_menu_free(&m);
@@ -546,7 +546,7 @@ static uint64_t mutate_digest(uint64_t seed, fl_fuzz_preset pr) {
     for (int i = 0; i < 300; i++) {
         fl_xform used = {0};
         int ok = fl_fuzz_mutate(&m, img, i0, MC, MH, MW, &au, 0.02, 0.2, pr == FL_PRESET_NLC,
-                                50, &r, out, ni0, &used);
+                                50, &r, out, ni0, &used, NULL);
         uint8_t what = (uint8_t)(ok * 16 + (int)used.kind);
         hsh = fl_fnv1a(hsh, &what, 1);
         if (ok) {
@@ -564,6 +564,66 @@ static void test_mutate_deterministic(void **state) {
     for (int pr = 0; pr < 2; pr++) {
         assert_true(mutate_digest(5, (fl_fuzz_preset)pr) == mutate_digest(5, (fl_fuzz_preset)pr));
         assert_true(mutate_digest(5, (fl_fuzz_preset)pr) != mutate_digest(6, (fl_fuzz_preset)pr));
+    }
+}
+
+/* A memo only saves work: the same mutants, the same random stream, for a pair where most
+ * picks are invalid (img already 30 levels away from i0 in places), with and without an
+ * affine step left; and it did learn something (entries known invalid). */
+static void test_mutate_memo(void **state) {
+    (void)state;
+    fl_xform_menu m;
+    fl_err e = {0};
+    assert_int_equal(fl_xform_menu_make(FL_PRESET_DEEPHUNTER, &m, &e), FL_OK);
+    uint8_t i0[MN], img[MN], a[MN], b[MN], na[MN], nb[MN];
+    ramp(i0);
+    for (int i = 0; i < MN; i++) img[i] = (uint8_t)(i0[i] + (i % 3 ? 30 : 0));
+    for (int aff = 0; aff < 2; aff++) {
+        fl_fuzz_memo memo;
+        fl_fuzz_memo_init(&memo, img, i0, MN, 0);
+        fl_rng r1, r2;
+        fl_rng_seed(&r1, 9);
+        fl_rng_seed(&r2, 9);
+        int oks = 0;
+        for (int k = 0; k < 64; k++) {
+            int au1 = aff, au2 = aff;
+            fl_xform u1 = {0}, u2 = {0};
+            int ok1 = fl_fuzz_mutate(&m, img, i0, MC, MH, MW, &au1, 0.02, 0.2, 0, 50, &r1, a, na,
+                                     &u1, NULL);
+            int ok2 = fl_fuzz_mutate(&m, img, i0, MC, MH, MW, &au2, 0.02, 0.2, 0, 50, &r2, b, nb,
+                                     &u2, &memo);
+            assert_int_equal(ok1, ok2);
+            assert_int_equal(au1, au2);
+            assert_true(fl_rng_u64(&r1) == fl_rng_u64(&r2));
+            if (!ok1) continue;
+            oks++;
+            assert_memory_equal(&u1, &u2, sizeof u1);
+            assert_memory_equal(a, b, MN);
+            if (au1 && !aff) assert_memory_equal(na, nb, MN);
+        }
+        assert_true(oks > 0);
+        assert_true(memo.bad[0] | memo.bad[1] | memo.bad[2] | memo.bad[3]);
+    }
+    fl_xform_menu_free(&m);
+    /* a pointwise random kind checked while it is made: when invalid (speckle on a ramp) it
+     * stops early yet leaves the stream where a full apply leaves it; when valid (noise 1)
+     * its image is the full apply's */
+    const fl_xform nk[2] = {{FL_XF_NOISE, 3, 1}, {FL_XF_NOISE, 1, 0.316228f}};
+    for (int k = 0; k < 2; k++) {
+        fl_xform_menu one = {.n = 1, .v = (fl_xform *)&nk[k], .n_affine = 0};
+        fl_rng r1, r2;
+        fl_rng_seed(&r1, 3);
+        fl_rng_seed(&r2, 3);
+        int au = 1;
+        fl_xform u;
+        int ok = fl_fuzz_mutate(&one, i0, i0, MC, MH, MW, &au, 0.02, 0.2, 0, 1, &r1, a, na, &u,
+                                NULL);
+        fl_rng_below(&r2, 1); /* the pick */
+        fl_xform_apply(&nk[k], i0, b, MC, MH, MW, &r2);
+        assert_int_equal(ok, k == 1);
+        assert_int_equal(fl_fuzz_valid(i0, b, MN, 0.02, 0.2, 0), ok);
+        if (ok) assert_memory_equal(a, b, MN);
+        assert_true(fl_rng_u64(&r1) == fl_rng_u64(&r2));
     }
 }
 
@@ -633,6 +693,7 @@ int main(void) {
         cmocka_unit_test(test_menus),          cmocka_unit_test(test_valid),
         cmocka_unit_test(test_dist),           cmocka_unit_test(test_mutate_affine),
         cmocka_unit_test(test_mutate_pick),    cmocka_unit_test(test_mutate_deterministic),
+        cmocka_unit_test(test_mutate_memo),
         cmocka_unit_test(test_random_kinds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -490,7 +490,19 @@ static void test_unsupported_op(void **state) {
     n->domain = "com.microsoft";
     b_output(&b, "y");
     assert_int_equal(b_load(&b, &m, &e), FL_ERR_UNSUPPORTED);
-    assert_non_null(strstr(e.msg, "com.microsoft"));
+    assert_non_null(strstr(e.msg, "node 'r' (Relu): operator domain 'com.microsoft' is not supported"));
+    /* with the version the model imports of it */
+    b_init(&b, 13);
+    Onnx__OperatorSetIdProto ms = ONNX__OPERATOR_SET_ID_PROTO__INIT, *osp2[2] = {&b.os, &ms};
+    ms.domain = "com.microsoft", ms.has_version = 1, ms.version = 1;
+    b.mp.opset_import = osp2, b.mp.n_opset_import = 2;
+    b_input(&b, "x", 2, x_dims);
+    n = b_node(&b, "FusedConv", "fc", "x", "y");
+    n->domain = "com.microsoft";
+    b_output(&b, "y");
+    assert_int_equal(b_load(&b, &m, &e), FL_ERR_UNSUPPORTED);
+    assert_non_null(strstr(e.msg, "node 'fc' (FusedConv): operator domain 'com.microsoft' version 1 "
+                                  "is not supported"));
 
     /* opsets outside 7..21 */
     for (int opset = 6; opset <= 22; opset += 16) {
@@ -499,8 +511,10 @@ static void test_unsupported_op(void **state) {
         b_node(&b, "Relu", "r", "x", "y");
         b_output(&b, "y");
         assert_int_equal(b_load(&b, &m, &e), FL_ERR_UNSUPPORTED);
-        assert_non_null(strstr(e.msg, opset == 6 ? "opset 6" : "opset 22"));
+        /* one line naming file, node, op and version */
+        assert_non_null(strstr(e.msg, opset == 6 ? "node 'r' (Relu): opset 6 " : "node 'r' (Relu): opset 22 "));
         assert_non_null(strstr(e.msg, "(7..21 are)"));
+        assert_null(strchr(e.msg, '\n'));
     }
     /* opsets 7 and 21 load */
     for (int opset = 7; opset <= 21; opset += 14) {
@@ -526,6 +540,41 @@ static void test_unsupported_op(void **state) {
     b_output(&b, "y");
     assert_int_equal(b_load(&b, &m, &e), FL_OK);
     fl_model_free(m);
+    /* a version whose semantics flare does not handle: named with the version in force */
+    b_init(&b, 19);
+    b_input(&b, "x", 4, (const int64_t[]){1, 1, 2, 2});
+    const int64_t d4[1] = {4};
+    b_init_tensor(&b, "scales", FL_ONNX_FLOAT, 1, d4, (const float[]){1, 1, 2, 2});
+    n = b_node(&b, "Resize", "rs", "x,,scales", "y");
+    b_attr_int(&b, n, "antialias", 1);
+    b_output(&b, "y");
+    assert_int_equal(b_load(&b, &m, &e), FL_ERR_UNSUPPORTED);
+    assert_non_null(strstr(e.msg, "node 'rs' (Resize): antialias is not supported"));
+    assert_non_null(strstr(e.msg, "(Resize-19 at opset 19)"));
+    assert_null(strchr(e.msg, '\n'));
+}
+
+/* Every op of the table has its versions listed (src/onnx/opversion.c): the version in force
+ * is what the loader names, and an op missing there would pass for one of no opset. */
+static void test_op_versions(void **state) {
+    (void)state;
+    for (const fl_op *const *p = fl_op_all(); *p; p++) {
+        int first = fl_onnx_op_first_version((*p)->name);
+        if (first < 1) fail_msg("op %s has no versions in src/onnx/opversion.c", (*p)->name);
+        assert_int_equal(fl_onnx_op_version((*p)->name, first), first);
+        assert_int_equal(fl_onnx_op_version((*p)->name, first - 1), 0);
+        assert_true(fl_onnx_op_version((*p)->name, 21) >= first);
+    }
+    /* the changes of opsets 18..21 */
+    assert_int_equal(fl_onnx_op_version("ReduceMean", 17), 13);
+    assert_int_equal(fl_onnx_op_version("ReduceMean", 18), 18);
+    assert_int_equal(fl_onnx_op_version("ReduceSum", 21), 13);
+    assert_int_equal(fl_onnx_op_version("Pad", 20), 19);
+    assert_int_equal(fl_onnx_op_version("Pad", 21), 21);
+    assert_int_equal(fl_onnx_op_version("GroupNormalization", 20), 18);
+    assert_int_equal(fl_onnx_op_version("GroupNormalization", 21), 21);
+    assert_int_equal(fl_onnx_op_version("Gelu", 19), 0);
+    assert_int_equal(fl_onnx_op_version("Frobnicate", 13), -1);
 }
 
 static void test_bad_graphs(void **state) {
@@ -852,6 +901,7 @@ static void test_tensor_files(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_op_versions),
         cmocka_unit_test(test_parity_opset13),      cmocka_unit_test(test_parity_opset9),
         cmocka_unit_test(test_onnx_checker_available),
         cmocka_unit_test(test_roundtrip_parity),    cmocka_unit_test(test_roundtrip_zoo),

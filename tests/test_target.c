@@ -548,6 +548,24 @@ static void test_cli_agents_run(void **state) {
     assert_int_equal(rc, 1);
     if (!strstr(out, "  crash ")) fail_msg("no crash finding in:\n%s", out);
     free(out);
+    /* the case's stderr is captured into the report, not passed through: with stderr dropped,
+     * the traceback is still in the output, and in --json's "stderr" with the crash's group */
+    rc = tu_sh(&out, "%s agents run %s -- %s traceback 2>/dev/null", bin, cs, tgt);
+    assert_int_equal(rc, 1);
+    if (!strstr(out, "stderr (") || !strstr(out, "  | Traceback (most recent call last):"))
+        fail_msg("no captured stderr in:\n%s", out);
+    free(out);
+    rc = tu_sh(&out, "%s agents run --json %s -- %s traceback 2>/dev/null", bin, cs, tgt);
+    assert_int_equal(rc, 1);
+    j = cJSON_Parse(out);
+    if (!j) fail_msg("not JSON:\n%s", out);
+    const cJSON *se = cJSON_GetObjectItem(j, "stderr");
+    assert_true(cJSON_IsString(se) && strstr(se->valuestring, "Traceback (most recent call last):"));
+    const cJSON *f0 = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "findings"), 0);
+    assert_non_null(f0);
+    assert_true(cJSON_IsString(cJSON_GetObjectItem(f0, "stderr_group")));
+    cJSON_Delete(j);
+    free(out);
     /* --spec adds the spec's oracles: Worker's tool calc is not declared */
     char sp[160];
     snprintf(sp, sizeof sp, "%s/spec.json", tmp);

@@ -16,15 +16,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "flare/cover.h"
 #include "flare/data.h"
 #include "flare/flare.h"
 #include "flare/onnx.h"
 #include "testutil.h"
 
 #define EXPORTER "tests/zoo/export.py"
+#define UPGRADER "tests/zoo/upgrade.py"
 #define TOL 1e-4
 
 static char zoo_dir[512];
+/* The opset-17 exports converted to opsets 18..21 (upgrade.py): between them every rewrite it
+ * makes (Reduce axes as input, Pad axes, Gelu) and every op of the zoo's transformers. */
+static const char *const upgraded[] = {"mnasnet0_5", "shufflenet_v2_x0_5", "densenet121",
+                                       "vit_mini",   "swin_mini",          "convnext_mini", NULL};
 static int full; /* FLARE_ZOO_FULL=1: the named ConvNeXt / ViT / Swin variants (export.py --full) */
 static char opset_list[128]; /* FLARE_ZOO_OPSETS, "" for the default 13,17 */
 static int have_torch = -1; /* -1 unknown, 0 missing, 1 there */
@@ -68,6 +74,17 @@ static int export_zoo(void **state) {
         fprintf(stderr, "zoo: %s exported in %.0f s (rc %d)\n", zoo_dir, fl_now() - t0, rc);
     }
     exported = mtime(manifest) >= mtime(EXPORTER);
+    /* the opset 18..21 conversions of some opset-17 exports (upgrade.py), redone with either */
+    char converted[600];
+    snprintf(converted, sizeof converted, "%s/converted.txt", zoo_dir);
+    if (exported && !*opset_list &&
+        (mtime(converted) < mtime(UPGRADER) || mtime(converted) < mtime(manifest))) {
+        char names[512] = "";
+        for (int i = 0; upgraded[i]; i++)
+            snprintf(names + strlen(names), sizeof names - strlen(names), " %s", upgraded[i]);
+        int rc = tu_sh(NULL, "/usr/bin/python3 " UPGRADER " '%s'%s", zoo_dir, names);
+        fprintf(stderr, "zoo: converted to opsets 18..21 (rc %d)\n", rc);
+    }
     close(fd); /* releases the lock */
     return 0;
 }
@@ -75,7 +92,8 @@ static int export_zoo(void **state) {
 typedef struct zoo_case {
     const char *name;
     int opset;
-    int kinked; /* ReLU / MaxPool: see grad_check */
+    int kinked;    /* ReLU / MaxPool: see grad_check */
+    int converted; /* made from the opset-17 export by upgrade.py (opsets 18..21) */
 } zoo_case;
 
 /* The manifest line of c: batch, export and torch times; "export-failed" fails the case. */
@@ -84,9 +102,9 @@ static void manifest_line(const zoo_case *c, int *batch, double *ms) {
     snprintf(path, sizeof path, "%s/manifest.txt", zoo_dir);
     FILE *f = fopen(path, "r");
     assert_non_null(f);
-    int found = 0, opset;
+    int found = 0, opset, want = c->converted ? 17 : c->opset;
     while (!found && fgets(line, sizeof line, f)) {
-        if (sscanf(line, "%127s %d", name, &opset) != 2 || strcmp(name, c->name) || opset != c->opset)
+        if (sscanf(line, "%127s %d", name, &opset) != 2 || strcmp(name, c->name) || opset != want)
             continue;
         found = 1;
         if (sscanf(line, "%*s %*d %d %lf %lf %lf %63s", batch, &ms[0], &ms[1], &ms[2], status) != 5)
@@ -151,6 +169,41 @@ static void grad_check(const zoo_case *c, const fl_tensor *g, const fl_tensor *w
     }
 }
 
+/* How many nodes upgrade.py rewrote in c's conversion (converted.txt), -1 when not listed. */
+static int rewritten(const zoo_case *c) {
+    char path[600], name[128];
+    snprintf(path, sizeof path, "%s/converted.txt", zoo_dir);
+    FILE *f = fopen(path, "r");
+    int opset, count, found = -1;
+    while (f && found < 0 && fscanf(f, "%127s %d %d", name, &opset, &count) == 3)
+        if (!strcmp(name, c->name) && opset == c->opset) found = count;
+    if (f) fclose(f);
+    return found;
+}
+
+/* A converted model computes what its opset-17 original computes in flare: the same kernels
+ * (bit for bit) where only the spelling changed, Gelu against torch's expansion of it to float
+ * rounding. Every listed model has a node rewritten by opset 20, so the new spellings run. */
+static void same_as_opset17(const zoo_case *c, const char *dir17, const fl_tensor *x,
+                            const fl_tensor *out) {
+    int count = rewritten(c);
+    if (count < 0) fail_msg("%s opset %d: not in %s/converted.txt", c->name, c->opset, zoo_dir);
+    if (c->opset >= 20) assert_true(count > 0);
+    char path[700];
+    snprintf(path, sizeof path, "%s/model.onnx", dir17);
+    fl_err e = {0};
+    fl_model *m17 = NULL;
+    if (fl_onnx_load(path, &m17, &e) != FL_OK) fail_msg("load: %s", e.msg);
+    if (fl_model_forward(m17, x, &e) != FL_OK) fail_msg("forward %s: %s", path, e.msg);
+    const fl_tensor *y17 = fl_model_output(m17, 0);
+    assert_true(fl_tensor_same_shape(out, y17));
+    double err = rel_err_range(out, y17, 0, y17->size, max_abs(y17));
+    print_message("zoo: %-20s opset %d (converted from 17, %d nodes rewritten) vs flare at opset 17: rel %.1e\n",
+                  c->name, c->opset, count, err);
+    assert_true(err <= 1e-6);
+    fl_model_free(m17);
+}
+
 static void run_case(void **state) {
     const zoo_case *c = *state;
     TU_NEED(have_torch, "python3-torch and python3-torchvision (tests/zoo/export.py)");
@@ -161,8 +214,9 @@ static void run_case(void **state) {
     manifest_line(c, &batch, torch_ms);
 
     char dir[600], path[700];
-    snprintf(dir, sizeof dir, "%s/%s-op%d", zoo_dir, c->name, c->opset);
-    snprintf(path, sizeof path, "%s/model.onnx", dir);
+    snprintf(dir, sizeof dir, "%s/%s-op%d", zoo_dir, c->name, c->converted ? 17 : c->opset);
+    if (c->converted) snprintf(path, sizeof path, "%s/%s-op17to%d/model.onnx", zoo_dir, c->name, c->opset);
+    else snprintf(path, sizeof path, "%s/model.onnx", dir);
     fl_tensor x = load_npy(dir, "x.npy"), y = load_npy(dir, "y.npy");
     assert_int_equal(x.shape[0], batch);
 
@@ -194,11 +248,117 @@ static void run_case(void **state) {
                   torch_ms[1], err, 1e3 * (t3 - t2), torch_ms[2]);
     assert_true(err <= TOL);
     grad_check(c, g, &gx);
+    if (c->converted) same_as_opset17(c, dir, &x, out);
     fl_model_free(m);
     fl_tensor_free(&seed);
     fl_tensor_free(&gx);
     fl_tensor_free(&x);
     fl_tensor_free(&y);
+}
+
+/* Coverage on every layer of a zoo model (issue 14): the layer set "all" holds each node
+ * output with neurons of each input — for a ViT its [N, tokens, features] tensors, whose neuron
+ * is a feature's mean over the tokens — and a profile and every structural criterion run on
+ * it. The neuron values of each layer are checked against their definition computed here
+ * (double sums over the tokens, the positions, or the value itself), both through
+ * fl_layerset_neurons and through the coverage view, with the per-input range; then
+ * `flare nn profile` and `flare nn cover` run on the export. */
+typedef struct cover_case {
+    const char *name;
+    int min_token_layers; /* layers of rank 3 the set must hold */
+} cover_case;
+
+static double naive_neuron(const fl_tensor *t, int64_t b, int64_t c) {
+    fl_neuron_shape ns;
+    assert_true(fl_neuron_shape_of(t, &ns));
+    const float *x = t->data + b * ns.outer * ns.width * ns.inner;
+    double s = 0;
+    for (int64_t o = 0; o < ns.outer; o++)
+        for (int64_t i = 0; i < ns.inner; i++) s += x[(o * ns.width + c) * ns.inner + i];
+    return s / (double)(ns.outer * ns.inner);
+}
+
+static void cover_zoo(void **state) {
+    const cover_case *cc = *state;
+    TU_NEED(have_torch, "python3-torch and python3-torchvision (tests/zoo/export.py)");
+    if (!exported) fail_msg("tests/zoo/export.py failed");
+    char dir[600], path[700], data[700];
+    snprintf(dir, sizeof dir, "%s/%s-op17", zoo_dir, cc->name);
+    snprintf(path, sizeof path, "%s/model.onnx", dir);
+    snprintf(data, sizeof data, "npy:%s/x.npy", dir);
+    fl_tensor x = load_npy(dir, "x.npy");
+    fl_err e = {0};
+    fl_model *m = NULL;
+    if (fl_onnx_load(path, &m, &e) != FL_OK) fail_msg("load: %s", e.msg);
+    fl_layerset *ls = NULL;
+    if (fl_layerset_make(m, "all", &ls, &e) != FL_OK) fail_msg("layer set: %s", e.msg);
+    if (fl_model_forward(m, &x, &e) != FL_OK) fail_msg("forward: %s", e.msg);
+    int64_t N = x.shape[0];
+    float *v = malloc(sizeof(float) * (size_t)(N * ls->total));
+    assert_non_null(v);
+    fl_layerset_neurons(ls, m, v);
+    fl_cover_view view = {0};
+    if (fl_cover_view_fill(&view, ls, m, FL_COVER_NEED_ABSMEAN | FL_COVER_NEED_RANGE, &e) != FL_OK)
+        fail_msg("view: %s", e.msg);
+    int tokens = 0;
+    double worst = 0;
+    for (int l = 0; l < ls->n; l++) {
+        const fl_tensor *t = &m->values[ls->value[l]].t;
+        tokens += t->ndim == 3;
+        for (int64_t b = 0; b < N; b++) {
+            float lo = INFINITY, hi = -INFINITY;
+            for (int64_t k = 0; k < t->size / N; k++) {
+                float u = t->data[b * (t->size / N) + k];
+                lo = fminf(lo, u), hi = fmaxf(hi, u);
+            }
+            assert_true(view.b.lmin[b * ls->n + l] == lo && view.b.lmax[b * ls->n + l] == hi);
+            for (int64_t c = 0; c < ls->width[l]; c++) {
+                double want = naive_neuron(t, b, c), tol = 1e-5 * fmax(1.0, fabs(want));
+                int64_t at = b * ls->total + ls->offset[l] + c;
+                worst = fmax(worst, fabs(view.b.mean[at] - want));
+                if (fabs(v[at] - want) > tol || fabs(view.b.mean[at] - want) > tol)
+                    fail_msg("%s layer '%s' input %lld neuron %lld: %g / %g, want %g", cc->name,
+                             ls->name[l], (long long)b, (long long)c, v[at], view.b.mean[at], want);
+            }
+        }
+    }
+    print_message("zoo cover: %-12s %d layers (%d of tokens x features), %lld neurons, max |view - "
+                  "definition| %.1e\n", cc->name, ls->n, tokens, (long long)ls->total, worst);
+    assert_true(tokens >= cc->min_token_layers);
+    /* profile, then every structural criterion on the same inputs */
+    fl_profile *p = NULL;
+    assert_int_equal(fl_profile_new(ls, &p, &e), FL_OK);
+    assert_int_equal(fl_profile_add(p, view.b.mean, (int)N, &e), FL_OK);
+    fl_cover_ctx ctx = {.m = m, .ls = ls, .profile = p};
+    fl_coverset *cs = NULL;
+    if (fl_coverset_new(&ctx, "nc:0.5,kmnc:10,nbc,snac,tknc:3,tknp", &cs, &e) != FL_OK)
+        fail_msg("coverset: %s", e.msg);
+    assert_int_equal(fl_coverset_update_model(cs, m, NULL, &e), FL_OK);
+    int64_t cov, tot;
+    fl_cover_stats(cs->c[0], &cov, &tot); /* nc: some neuron of every layer is above 0.5 */
+    assert_true(cov > 0 && tot == ls->total);
+    fl_cover_stats(cs->c[1], &cov, &tot); /* kmnc over the inputs' own range: every input hits */
+    assert_true(cov >= (int64_t)N && tot > 0);
+    fl_cover_stats(cs->c[2], &cov, &tot); /* nbc: nothing outside the profile of these inputs */
+    assert_int_equal(cov, 0);
+    fl_cover_stats(cs->c[5], &cov, &tot); /* tknp: the N inputs' patterns */
+    assert_true(cov >= 1 && cov <= N);
+    fl_coverset_free(cs);
+    fl_profile_free(p);
+    /* the commands on the export */
+    char prof[700];
+    snprintf(prof, sizeof prof, "%s/cover.profile", dir);
+    assert_int_equal(tu_sh(NULL, "\"$FLARE_BIN\" nn profile -m '%s' --data '%s' -o '%s' -q", path, data, prof), 0);
+    /* (the JSON of 155 layers is longer than tu_sh keeps: into a file, then looked at) */
+    assert_int_equal(tu_sh(NULL, "\"$FLARE_BIN\" nn cover -m '%s' --profile '%s' --data '%s' --json "
+                                 "--criteria nc:0.5,kmnc:10,tknc:3 > '%s.json' && grep -q "
+                                 "'\"criterion\":[[:space:]]*\"kmnc:10\"' '%s.json'",
+                           path, prof, data, prof, prof), 0);
+    fl_cover_view_free(&view);
+    free(v);
+    fl_layerset_free(ls);
+    fl_model_free(m);
+    fl_tensor_free(&x);
 }
 
 typedef struct zoo_model {
@@ -219,6 +379,7 @@ static const zoo_model models[] = {
 enum { N_MODELS = sizeof models / sizeof models[0], MAX_OPSETS = 8 };
 
 int main(void) {
+    if (!getenv("FLARE_BIN")) setenv("FLARE_BIN", "build/flare", 1); /* tests/run.sh sets it */
     const char *f = getenv("FLARE_ZOO_FULL");
     full = f && !strcmp(f, "1");
     /* FLARE_ZOO_OPSETS=7,9,11: other opsets, by hand (export.py --opsets; its own cache) */
@@ -238,16 +399,26 @@ int main(void) {
             n_opsets++;
         }
     }
-    static zoo_case cases[N_MODELS * MAX_OPSETS];
-    static struct CMUnitTest tests[N_MODELS * MAX_OPSETS];
-    static char names[N_MODELS * MAX_OPSETS][64];
+    enum { MAX_CASES = N_MODELS * (MAX_OPSETS + 4) + 2 };
+    static zoo_case cases[MAX_CASES];
+    static struct CMUnitTest tests[MAX_CASES];
+    static char names[MAX_CASES][64];
     int n = 0;
-    for (int i = 0; i < N_MODELS; i++)
-        for (int k = 0; k < n_opsets; k++, n++) {
-            const zoo_model *md = &models[i];
-            cases[n] = (zoo_case){full && md->full_name ? md->full_name : md->name, opsets[k], md->kinked};
-            snprintf(names[n], sizeof names[n], "%s_opset%d", cases[n].name, cases[n].opset);
+    for (int i = 0; i < N_MODELS; i++) {
+        const zoo_model *md = &models[i];
+        const char *name = full && md->full_name ? md->full_name : md->name;
+        int conv = 0; /* opsets 18..21 by conversion: the default run's reduced models only */
+        for (int u = 0; upgraded[u] && !full && !*opset_list; u++) conv |= !strcmp(upgraded[u], name);
+        for (int k = 0; k < n_opsets + 4 * conv; k++, n++) {
+            int c = k >= n_opsets;
+            cases[n] = (zoo_case){name, c ? 18 + k - n_opsets : opsets[k], md->kinked, c};
+            snprintf(names[n], sizeof names[n], "%s_opset%d%s", name, cases[n].opset, c ? "_from17" : "");
             tests[n] = (struct CMUnitTest){names[n], run_case, NULL, NULL, &cases[n]};
         }
+    }
+    /* coverage on every layer: a ViT (two encoder layers of [N, 17, 32] tokens) and a CNN */
+    static const cover_case covers[] = {{"vit_mini", 10}, {"mobilenet_v3_small", 0}};
+    for (size_t i = 0; i < sizeof covers / sizeof covers[0] && !full && !*opset_list; i++, n++)
+        tests[n] = (struct CMUnitTest){covers[i].name, cover_zoo, NULL, NULL, (void *)&covers[i]};
     return _cmocka_run_group_tests("test_zoo", tests, (size_t)n, export_zoo, NULL);
 }

@@ -107,16 +107,33 @@ void fl_xform_menu_free(fl_xform_menu *m);
 int fl_fuzz_valid(const uint8_t *i0, const uint8_t *x, int64_t n, double alpha, double beta,
                   int nonzero_size);
 
+/* What fl_fuzz_mutate learns about one (img, i0) pair, kept for the next mutants of the same
+ * pair (one round makes up to K of them). A menu entry whose kind draws no random numbers
+ * (every kind but pixel, noise and gauss) gives the same image each time it is applied to
+ * img, so once it was found invalid it is skipped without being applied again. Skipping
+ * draws nothing: the mutants and the random stream are the same with or without a memo.
+ * Valid for one img, i0, menu, alpha, beta and nonzero_size; fl_fuzz_memo_init starts it
+ * for a pair (no allocation). */
+typedef struct fl_fuzz_memo {
+    const uint8_t *img, *i0; /* the pair it describes */
+    int same;                /* img == i0 value for value: t(i0) = t(img) for an affine t */
+    int64_t size;            /* the validity check's size (n, or the non-zero values of i0) */
+    uint64_t bad[4];         /* menu entries 0..255 known invalid */
+} fl_fuzz_memo;
+void fl_fuzz_memo_init(fl_fuzz_memo *m, const uint8_t *img, const uint8_t *i0, int64_t n,
+                       int nonzero_size);
+
 /* DeepHunter's Mutate(I): up to try_num times pick a transformation from the menu (affine
  * ones only while *affine_used == 0), apply it to img and check the result against the
  * reference: i0, or for an affine pick t(i0), the lineage's new reference, written to new_i0
  * (the caller provides the buffer, never NULL). On success writes out, *used, returns 1; an
  * affine success also sets *affine_used = 1. Returns 0 after try_num invalid tries (out and
- * new_i0 unspecified). */
+ * new_i0 unspecified). memo: NULL, or one made by fl_fuzz_memo_init for this img and i0
+ * (one for another pair is ignored); it only saves work. */
 int fl_fuzz_mutate(const fl_xform_menu *menu, const uint8_t *img, const uint8_t *i0,
                    int c, int h, int w, int *affine_used, double alpha, double beta,
                    int nonzero_size, int try_num, fl_rng *r, uint8_t *out, uint8_t *new_i0,
-                   fl_xform *used);
+                   fl_xform *used, fl_fuzz_memo *memo);
 
 /* Distances between 8-bit images of n values, on the [0,1] scale (value / 255): L0 counts
  * the values that differ, L2 and L-inf as usual. */

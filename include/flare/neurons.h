@@ -1,8 +1,10 @@
 /* neurons.h — what a "neuron" is, for coverage criteria, surprise adequacy and LRP.
  *
- * A neuron is a unit of a dense layer ([N,F] tensor: F neurons) or a channel of a
- * convolutional layer ([N,C,H,W]: C neurons, whose value for an input is the mean of the
- * channel over its spatial positions). A layer set picks which tensors of a model count as
+ * A neuron is a unit of a dense layer ([N,F] tensor: F neurons), a feature of a token layer
+ * ([N,T,F], a transformer's tokens x features: F neurons, whose value for an input is the mean
+ * of the feature over the T tokens) or a channel of a convolutional layer ([N,C,H,W]: C
+ * neurons, whose value for an input is the mean of the channel over its spatial positions).
+ * Tensors of other ranks have no neurons. A layer set picks which tensors of a model count as
  * layers; its neurons are numbered consecutively, layer after layer, so that one input has a
  * flat neuron vector of `total` floats ("activation trace" in the surprise-adequacy papers).
  *
@@ -18,6 +20,10 @@
  *                Transpose, Pad, Slice, Split): DeepXplore / DeepHunter.
  *   conv+dense   outputs of Conv, ConvTranspose, Gemm and MatMul, i.e. pre-activation values:
  *                NeuraL-Coverage.
+ *                Both kinds keep only the outputs that hold neurons of each input: float, rank
+ *                2, 3 or 4, dim 0 the batch of the plan (the shape arithmetic, masks and index
+ *                tensors of a transformer, and attention's [L, N, E] / [N*heads, L, L]
+ *                tensors, are not layers).
  *   NAME,NAME…   an explicit list of tensor names (see `flare nn info`).
  */
 #ifndef FLARE_NEURONS_H
@@ -38,13 +44,21 @@ typedef struct fl_layerset {
                          Relu layer from its input's pass instead of reading it again. */
 } fl_layerset;
 
+/* How a layer tensor's values make its neurons: the tensor read as [N, outer, width, inner],
+ * neuron c of input b is the mean of x[b, o, c, i] over o < outer and i < inner — [N,F]:
+ * {1, F, 1}; [N,T,F]: {T, F, 1}; [N,C,H,W]: {1, C, H*W}. Returns 0 for other ranks. */
+typedef struct fl_neuron_shape {
+    int64_t outer, width, inner;
+} fl_neuron_shape;
+int fl_neuron_shape_of(const fl_tensor *t, fl_neuron_shape *s);
+
 /* Resolve spec against m. Plans m (batch 1) if it has not run yet. Fails naming an unknown
- * tensor (FL_ERR_NOTFOUND), a layer whose rank is not 2 or 4 (FL_ERR_UNSUPPORTED), or an
- * empty set. */
+ * tensor (FL_ERR_NOTFOUND), a named layer whose rank is not 2, 3 or 4 (FL_ERR_UNSUPPORTED),
+ * or an empty set. */
 fl_status fl_layerset_make(fl_model *m, const char *spec, fl_layerset **out, fl_err *e);
 void fl_layerset_free(fl_layerset *ls);
 
-/* After a forward pass of a batch of N: out[N, total] = neuron values (channel means). */
+/* After a forward pass of a batch of N: out[N, total] = neuron values (channel and token means). */
 void fl_layerset_neurons(const fl_layerset *ls, const fl_model *m, float *out);
 
 /* Run m over d in batches (eval mode) and hand each batch to cb: its neuron values

@@ -16,13 +16,16 @@ int cmd_agents_replay(const cli_opts *o) {
         .log = stdout, /* one verdict per case: results, which --quiet keeps */
     };
     cli_target_setup(o, &ro.target, &ho);
-    cli_recorded_timeout(o, o->cases, &ro.target);
+    /* the first path's campaign: replaying several campaigns at once takes -T */
+    cli_recorded_timeout(o, o->cases.v[0], &ro.target);
     fl_replay_result r;
-    if (fl_replay_run(o->cases, &ro, &r, &e)) return cli_fail(&e);
-    if (r.n_skipped) cli_note("%s: skipped %d file%s: %s\n", o->cases, r.n_skipped, r.n_skipped == 1 ? "" : "s",
+    if (fl_replay_run(o->cases.v, o->cases.n, &ro, &r, &e)) return cli_fail(&e);
+    char what[256];
+    snprintf(what, sizeof what, "%s%s", o->cases.v[0], o->cases.n > 1 ? " and the other paths" : "");
+    if (r.n_skipped) cli_note("%s: skipped %d file%s: %s\n", what, r.n_skipped, r.n_skipped == 1 ? "" : "s",
                               r.skipped_why);
     if (r.n_cases == 0) { /* a typo or an empty folder must not pass CI */
-        fprintf(stderr, "flare: %s: nothing to replay (no *.json cases%s)\n", o->cases,
+        fprintf(stderr, "flare: %s: nothing to replay (no *.json cases%s)\n", what,
                 r.n_skipped ? ", see the skipped files above" : "");
         return CLI_USAGE;
     }

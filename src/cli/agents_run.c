@@ -1,6 +1,7 @@
 /* flare agents run: one case against a target command; prints the trace, one line per event
  * (or, with --json, the whole result as fl_trace_report_json plus "findings"), how the case
- * ended, and the rule oracles' findings (with --spec, its oracles too). Exit status 1 when an
+ * ended, the case's stderr (captured, not passed through), and the rule oracles' findings
+ * (with --spec, its oracles too). Exit status 1 when an
  * oracle reported a finding (a crash, a hang, a missing "done", a leak ...), as a libFuzzer user
  * expects of re-running a crashing input; 0 when the case passed. */
 #include <stdio.h>
@@ -77,6 +78,18 @@ static void print_trace(const fl_case *c, const fl_trace *tr) {
     char how[256];
     printf("ended: %s (%zu bytes read)\n", fl_trace_describe_exit(tr, how, sizeof how), tr->bytes);
     if (tr->n_protocol) printf("protocol problems: %d, first: %s\n", tr->n_protocol, tr->protocol_msg);
+    if (tr->err_len) { /* captured, not passed through: it belongs to this case's report */
+        printf("stderr (%zu bytes", tr->err_len);
+        if (tr->err_dropped) printf(", the last of %zu", tr->err_len + tr->err_dropped);
+        printf("):\n");
+        const char *p = tr->err, *end = tr->err + tr->err_len;
+        while (p < end) {
+            const char *nl = memchr(p, '\n', (size_t)(end - p));
+            int n = (int)((nl ? nl : end) - p);
+            printf("  | %.*s\n", n, p);
+            p += n + (nl != NULL);
+        }
+    }
 }
 
 /* The trace's JSON report with the findings added as "findings": [{kind, mast, signature,
@@ -96,6 +109,7 @@ static char *json_with_findings(const fl_case *c, const fl_trace *tr, const fl_f
         cJSON_AddStringToObject(j, "signature", f->v[i].signature);
         cJSON_AddNumberToObject(j, "event", f->v[i].event);
         cJSON_AddStringToObject(j, "message", f->v[i].message);
+        if (f->v[i].stderr_group[0]) cJSON_AddStringToObject(j, "stderr_group", f->v[i].stderr_group);
     }
     if (arr) js = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
@@ -127,6 +141,8 @@ int cmd_agents_run(const cli_opts *o) {
     to.timeout_ms = (int)o->timeout_ms;
     to.fresh = o->fresh;
     to.mem_limit_mb = (int)o->mem_limit;
+    to.keep_stderr = 1; /* the case's stderr (its last FL_TRACE_STDERR_MAX bytes) goes into the
+                           report and --json's "stderr", and crash findings group by it */
     fl_http_opts ho;
     to.http = cli_http_target(o, &ho);
     fl_otlp_src_opts so = {.listen = o->set[F_otlp_listen] ? o->otlp_listen : NULL,

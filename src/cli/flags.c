@@ -382,8 +382,8 @@ int cli_parse(cli_cmd_id cmd, int argc, char **argv, cli_opts *o) {
             i = find_flag(cmd, NULL, 0, arg[1]);
             if (i < 0) return unknown_short(cmd, arg[1]);
             if (arg[2]) val = arg[2] == '=' ? arg + 3 : arg + 2;
-        } else if ((i = positional_flag(cmd)) >= 0 && !o->given[i]) {
-            val = arg; /* the bare argument: the value of its flag */
+        } else if ((i = positional_flag(cmd)) >= 0 && (!o->given[i] || flags[i].type == FT_LIST)) {
+            val = arg; /* the bare argument(s): the value of its flag */
         } else if (i >= 0) {
             return cli_usage(cmd, "unexpected argument '%s' (--%s is already given)", arg,
                              flags[i].name);

@@ -5,6 +5,7 @@
  * training stops after the current batch, the model of the last finished epoch is written
  * and the statistics file ends with an "interrupted" end line; exit status 130. */
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,7 +134,7 @@ int cmd_nn_train(const cli_opts *o) {
     int rc = CLI_FAIL;
     fl_dataset *tr = NULL, *te = NULL;
     fl_model *m = NULL;
-    char *test_spec = NULL, *stats_path = NULL;
+    char *test_spec = NULL, *stats_path = NULL, *stats_tmp = NULL;
     train_ctx ctx = {.quiet = o->quiet};
     fl_scale sc;
     const fl_scale *scp = NULL;
@@ -188,9 +189,17 @@ int cmd_nn_train(const cli_opts *o) {
     cli_note("%s, lr %g, batch %d, %d epoch%s\n", fl_optim_name(to.optim), (double)to.lr,
              to.batch, to.epochs, to.epochs == 1 ? "" : "s");
 
-    ctx.stats = fopen(stats_path, "w");
+    /* The lines go to STATS.tmp as each epoch ends (a killed run keeps what it reported there)
+     * and become STATS when the command ends well or is stopped; a failure removes them, so an
+     * earlier run's statistics are never replaced by a half-written file. */
+    if (!(stats_tmp = malloc(strlen(stats_path) + 5))) {
+        fl_fail(&e, FL_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    sprintf(stats_tmp, "%s.tmp", stats_path);
+    ctx.stats = fopen(stats_tmp, "w");
     if (!ctx.stats) {
-        fl_fail(&e, FL_ERR_IO, "%s: cannot write the statistics file", stats_path);
+        fl_fail(&e, FL_ERR_IO, "%s: cannot write the statistics file", stats_tmp);
         goto out;
     }
     char seedtxt[24];
@@ -274,10 +283,19 @@ int cmd_nn_train(const cli_opts *o) {
     rc = stopped ? CLI_INTERRUPTED : CLI_OK;
 out:
     progress_clear(&ctx.bar);
-    if (ctx.stats) fclose(ctx.stats);
+    if (ctx.stats && fclose(ctx.stats) != 0 && rc != CLI_FAIL) {
+        fl_fail(&e, FL_ERR_IO, "%s: cannot write the statistics file", stats_tmp);
+        rc = CLI_FAIL;
+    }
+    if (ctx.stats && rc != CLI_FAIL && rename(stats_tmp, stats_path) != 0) {
+        fl_fail(&e, FL_ERR_IO, "%s: %s", stats_path, strerror(errno));
+        rc = CLI_FAIL;
+    }
+    if (ctx.stats && rc == CLI_FAIL) unlink(stats_tmp);
     if (rc == CLI_FAIL) cli_fail(&e);
     free(test_spec);
     free(stats_path);
+    free(stats_tmp);
     fl_model_free(m);
     fl_dataset_free(tr);
     fl_dataset_free(te);

@@ -36,21 +36,42 @@ static int is_conv_dense(const char *op) {
            !strcmp(op, "MatMul");
 }
 
+int fl_neuron_shape_of(const fl_tensor *t, fl_neuron_shape *s) {
+    switch (t->ndim) {
+    case 2: *s = (fl_neuron_shape){1, t->shape[1], 1}; return 1;
+    case 3: *s = (fl_neuron_shape){t->shape[1], t->shape[2], 1}; return 1;
+    case 4: *s = (fl_neuron_shape){1, t->shape[1], t->shape[2] * t->shape[3]}; return 1;
+    default: return 0;
+    }
+}
+
 static fl_status add_layer(fl_layerset *ls, const fl_model *m, int v, fl_err *e) {
     const fl_value *val = &m->values[v];
-    const fl_tensor *t = &val->t;
-    if (t->ndim != 2 && t->ndim != 4)
+    fl_neuron_shape ns;
+    if (!fl_neuron_shape_of(&val->t, &ns))
         return fl_fail(e, FL_ERR_UNSUPPORTED,
-                       "layer '%s' has rank %d; neurons are defined for [N,F] and [N,C,H,W] tensors",
-                       val->name, t->ndim);
+                       "layer '%s' has rank %d; neurons are defined for [N,F], [N,T,F] and "
+                       "[N,C,H,W] tensors", val->name, val->t.ndim);
     int i = ls->n++;
     ls->value[i] = v;
     ls->name[i] = strdup(val->name);
     if (!ls->name[i]) return fl_fail(e, FL_ERR_NOMEM, "out of memory");
-    ls->width[i] = t->shape[1];
+    ls->width[i] = ns.width;
     ls->offset[i] = ls->total;
-    ls->total += t->shape[1];
+    ls->total += ns.width;
     return FL_OK;
+}
+
+/* "all" and "conv+dense" keep the outputs that hold neurons of each input: float, of a rank
+ * with neurons, dim 0 the plan's batch (not shape arithmetic, masks or indices, nor
+ * attention's [L, N, E] and [N*heads, L, L] tensors). */
+static int holds_neurons(const fl_model *m, int v) {
+    const fl_value *val = &m->values[v];
+    fl_neuron_shape ns;
+    if (m->n_inputs < 1 || val->onnx_dtype != 1 /* float */ || !fl_neuron_shape_of(&val->t, &ns))
+        return 0;
+    const fl_tensor *x = &m->values[m->inputs[0]].t;
+    return x->ndim > 0 && val->t.shape[0] == x->shape[0];
 }
 
 fl_status fl_layerset_make(fl_model *m, const char *spec, fl_layerset **out, fl_err *e) {
@@ -78,6 +99,7 @@ fl_status fl_layerset_make(fl_model *m, const char *spec, fl_layerset **out, fl_
         for (int i = 0; i < m->n_nodes && st == FL_OK; i++) {
             const fl_node *n = &m->nodes[i];
             if (all ? is_reshaper(n->op->name) : !is_conv_dense(n->op->name)) continue;
+            if (!holds_neurons(m, n->out[0])) continue;
             st = add_layer(ls, m, n->out[0], e);
         }
     } else {
@@ -130,15 +152,23 @@ void fl_layerset_neurons(const fl_layerset *ls, const fl_model *m, float *out) {
     int64_t batch = m->values[ls->value[0]].t.shape[0];
     for (int l = 0; l < ls->n; l++) {
         const fl_tensor *t = &m->values[ls->value[l]].t;
-        int64_t C = t->shape[1], hw = t->ndim == 4 ? t->shape[2] * t->shape[3] : 1;
+        fl_neuron_shape ns;
+        fl_neuron_shape_of(t, &ns);
+        int64_t C = ns.width, hw = ns.inner, T = ns.outer;
         for (int64_t b = 0; b < batch; b++) {
             float *o = out + b * ls->total + ls->offset[l];
-            const float *x = t->data + b * C * hw;
-            if (hw == 1) {
+            const float *x = t->data + b * T * C * hw;
+            if (T > 1) { /* tokens: the mean over the rows, per feature */
+                for (int64_t c = 0; c < C; c++) {
+                    double s = 0;
+                    for (int64_t k = 0; k < T; k++) s += x[k * C + c];
+                    o[c] = (float)(s / (double)T);
+                }
+            } else if (hw == 1) {
                 for (int64_t c = 0; c < C; c++) o[c] = x[c];
-                continue;
+            } else {
+                for (int64_t c = 0; c < C; c++) o[c] = (float)mean_of(x + c * hw, hw);
             }
-            for (int64_t c = 0; c < C; c++) o[c] = (float)mean_of(x + c * hw, hw);
         }
     }
 }

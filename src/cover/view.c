@@ -102,7 +102,8 @@ typedef struct {
     fl_cover_view *v;
     const float *data;
     int64_t C, hw, T, off, roff; /* roff: the Relu layer's first neuron, -1 when none */
-    double inv_hw;               /* 1 / hw: a mean is a product, not a division per channel */
+    int64_t tokens;              /* [N, tokens, C] layers: rows averaged per feature (> 1) */
+    double inv_hw;               /* 1 / (hw * tokens): a mean is a product, not a division per channel */
     int l, rl, L, range, absv;
 } fill_job;
 
@@ -268,10 +269,40 @@ __attribute__((target("avx2"))) static void fill_avx2(const fill_job *j, int64_t
 }
 #endif
 
+/* Inputs [lo_b, hi_b) of a token layer [N, T, C]: each feature's mean over the T rows. The
+ * rows are added in double, row after row (a feature's values are C floats apart, so the
+ * channel kernels above do not apply); s holds the three sums of each feature. */
+static void fill_tokens(const fill_job *j, int64_t lo_b, int64_t hi_b, double *s) {
+    const int64_t C = j->C, T = j->tokens;
+    for (int64_t b = lo_b; b < hi_b; b++) {
+        const float *x = j->data + b * T * C;
+        memset(s, 0, sizeof(double) * 3 * (size_t)C);
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t c = 0; c < C; c++) {
+                float u = x[t * C + c];
+                s[c] += u, s[C + c] += fabsf(u), s[2 * C + c] += u > 0 ? u : 0;
+            }
+        for (int64_t c = 0; c < C; c++) { /* put() scales by inv_hw, 1 / T here */
+            chan_stats cs = {s[c], s[C + c], s[2 * C + c]};
+            put(j, b, c, &cs, j->absv, j->roff >= 0);
+        }
+        if (!j->range) continue;
+        float lmin, lmax;
+        fl__minmax(x, T * C, &lmin, &lmax);
+        put_range(j, b, lmin, lmax, j->roff >= 0);
+    }
+}
+
 static void fill_range(void *ctx, int64_t lo_b, int64_t hi_b, int tid) {
     (void)tid;
     const fill_job *j = ctx;
-    if (j->hw == 1) fill_dense(j, lo_b, hi_b);
+    if (j->tokens > 1) {
+        double *s = malloc(sizeof(double) * 3 * (size_t)j->C);
+        if (s) fill_tokens(j, lo_b, hi_b, s);
+        else /* no room for the sums: NaN, which the finite check reports */
+            for (int64_t b = lo_b; b < hi_b; b++) j->v->mean[b * j->T + j->off] = NAN;
+        free(s);
+    } else if (j->hw == 1) fill_dense(j, lo_b, hi_b);
 #if defined(__GNUC__) && defined(__x86_64__)
     else if (fl__avx2()) fill_avx2(j, lo_b, hi_b);
 #endif
@@ -303,7 +334,8 @@ fl_status fl_cover_view_fill(fl_cover_view *v, const fl_layerset *ls, const fl_m
     int absv = (needs & FL_COVER_NEED_ABSMEAN) != 0;
     for (int l = 0; l < ls->n; l++) {
         const fl_tensor *t = &m->values[ls->value[l]].t;
-        if (!t->data || t->ndim < 2 || t->shape[0] != N || t->shape[1] != ls->width[l])
+        fl_neuron_shape ns;
+        if (!t->data || !fl_neuron_shape_of(t, &ns) || t->shape[0] != N || ns.width != ls->width[l])
             return fl_fail(e, FL_ERR_SHAPE,
                            "layer '%s' does not hold %lld inputs of %lld neurons: run the "
                            "model forward first",
@@ -315,14 +347,16 @@ fl_status fl_cover_view_fill(fl_cover_view *v, const fl_layerset *ls, const fl_m
     for (int l = 0; l < ls->n; l++) {
         if (done[l]) continue;
         const fl_tensor *t = &m->values[ls->value[l]].t;
-        int64_t C = t->shape[1], hw = t->ndim == 4 ? t->shape[2] * t->shape[3] : 1;
+        fl_neuron_shape ns;
+        fl_neuron_shape_of(t, &ns);
+        int64_t C = ns.width, hw = ns.inner, per = ns.outer * C * hw;
         int r = relu_of(ls, done, l);
         done[l] = 1;
         if (r >= 0) done[r] = 1;
-        fill_job j = {v,  t->data, C, hw, T, ls->offset[l], r >= 0 ? ls->offset[r] : -1,
-                      1.0 / (double)hw, l, r, ls->n, range, absv};
+        fill_job j = {v, t->data, C, hw, T, ls->offset[l], r >= 0 ? ls->offset[r] : -1,
+                      ns.outer, 1.0 / (double)(hw * ns.outer), l, r, ls->n, range, absv};
         /* Small layers are not worth waking the pool for. */
-        if (N * C * hw >= 65536) fl_parallel_for(N, fill_range, &j);
+        if (N * per >= 65536) fl_parallel_for(N, fill_range, &j);
         else fill_range(&j, 0, N, 0);
     }
     free(done);

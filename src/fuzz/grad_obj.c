@@ -70,13 +70,16 @@ fl_status fz_obj_neuron(fz_ntab *t, const fl_layerset *ls, int r, int64_t idx, f
     const int64_t j = idx - ls->offset[l];
     fl_tensor *s = fz_seed_get(&t->seeds, t->m, ls->value[l]);
     if (!s) return fl_fail(e, FL_ERR_NOMEM, "out of memory (seeds of the backward pass)");
-    if (s->ndim == 4) { /* the channel mean: d/dh = 1 / (H W) at each of its positions */
-        const int64_t C = s->shape[1], S = s->shape[2] * s->shape[3];
-        float *p = s->data + ((int64_t)r * C + j) * S;
-        const float d = w / (float)S;
+    /* the neuron is a mean over outer x inner positions (neurons.h): d/dh = 1 / (T H W) at
+     * each of them */
+    fl_neuron_shape ns;
+    if (!fl_neuron_shape_of(s, &ns))
+        return fl_fail(e, FL_ERR_UNSUPPORTED, "layer '%s' has no neurons", ls->name[l]);
+    const int64_t C = ns.width, S = ns.inner, T = ns.outer;
+    const float d = w / (float)(S * T);
+    for (int64_t o = 0; o < T; o++) {
+        float *p = s->data + (((int64_t)r * T + o) * C + j) * S;
         for (int64_t k = 0; k < S; k++) p[k] += d;
-    } else {
-        s->data[(int64_t)r * s->shape[1] + j] += w;
     }
     return FL_OK;
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/axis.h"
 #include "fuzz/fuzz_int.h"
 
 enum { MAX_PER_PAIR = 24, MAX_IMAGES = 400 };
@@ -77,13 +78,6 @@ static void read_plot(const char *out_dir, series *s) {
     if (f) fclose(f);
 }
 
-/* A tick step of 1, 2 or 5 times a power of ten giving at most 5 ticks; integers for counts. */
-static double tick_step(double hi, int integer) {
-    double raw = hi / 5, p = pow(10, floor(log10(raw > 0 ? raw : 1)));
-    double step = raw <= p ? p : raw <= 2 * p ? 2 * p : raw <= 5 * p ? 5 * p : 10 * p;
-    return integer && step < 1 ? 1 : step;
-}
-
 /* One SVG: x = time (to the last row), columns cols[] of the rows on one y axis. */
 static void plot(FILE *f, const series *s, const char *title, int n_cols, const int *cols,
                  const char *const *names, int percent) {
@@ -96,7 +90,7 @@ static void plot(FILE *f, const series *s, const char *title, int n_cols, const 
     if (percent) ymax = ymax > 0 ? ymax : 1;
     else ymax = ymax >= 1 ? ymax : 1;
     if (xmax <= 0) xmax = 1;
-    double ys = tick_step(ymax, !percent), xs = tick_step(xmax, 0);
+    double ys = fl_axis_step(ymax, !percent), xs = fl_axis_step(xmax, 0);
     double ytop = ceil(ymax / ys) * ys;
     fprintf(f, "<svg viewBox=\"0 0 %.0f %.0f\" style=\"max-width:100%%;width:%.0fpx\">"
                "<text x=\"%.0f\" y=\"16\" font-size=\"13\">", W, H, W, L);

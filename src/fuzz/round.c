@@ -132,6 +132,8 @@ static void mutate_range(void *vctx, int64_t lo, int64_t hi, int tid) {
     fz_campaign *cp = c->cp;
     fz_round *rd = c->rd;
     const int64_t n = cp->n;
+    fl_fuzz_memo memo; /* one parent for the whole range */
+    fl_fuzz_memo_init(&memo, c->parent->px, c->parent->i0, n, cp->nonzero);
     for (int64_t k = lo; k < hi; k++) {
         fl_rng r;
         fl_rng_seed(&r, cp->session_seed ^ ((c->base + (uint64_t)k + 1) * 0xd1b54a32d192ed03ull));
@@ -153,7 +155,7 @@ static void mutate_range(void *vctx, int64_t lo, int64_t hi, int tid) {
         rd->valid[k] = (uint8_t)fl_fuzz_mutate(&cp->menu, c->parent->px, c->parent->i0, cp->c,
                                                cp->h, cp->w, &aff, cp->alpha, cp->beta,
                                                cp->nonzero, cp->try_num, &r, out, rd->i0 + k * n,
-                                               &rd->op[k]);
+                                               &rd->op[k], &memo);
         rd->new_affine[k] = (uint8_t)(aff && !c->parent->affine);
     }
     (void)tid;

@@ -190,6 +190,29 @@ static void affine_of(const fl_xform *t, int h, int w, affine_map *m) {
 }
 
 /* ---- apply ------------------------------------------------------------------------------- */
+/* The kinds whose every value depends on its own source value only (and, for the random ones,
+ * on one normal draw per value, in order). */
+static int pointwise(const fl_xform *t) {
+    switch (t->kind) {
+    case FL_XF_CONTRAST:
+    case FL_XF_BRIGHTNESS:
+    case FL_XF_GAUSS: return 1;
+    case FL_XF_NOISE: return t->p == 1 || t->p == 3;
+    default: return 0;
+    }
+}
+
+/* One value of a pointwise kind. */
+static inline uint8_t point(fl_xform_kind k, double p, double p2, uint8_t v, fl_rng *r) {
+    switch (k) {
+    case FL_XF_CONTRAST: return fl_xform__u8(v * p);
+    case FL_XF_BRIGHTNESS: return fl_xform__u8(v + p);
+    case FL_XF_GAUSS: return fl_xform__u8(v + p * fl_rng_normal(r));
+    default: /* noise 1 and 3 */
+        return fl_xform__u8(p == 1 ? v + p2 * fl_rng_normal(r) : v + v * p2 * fl_rng_normal(r));
+    }
+}
+
 void fl_xform_apply(const fl_xform *t, const uint8_t *src, uint8_t *dst, int c, int h, int w,
                     fl_rng *r) {
     if (c <= 0 || h <= 0 || w <= 0) return;
@@ -207,10 +230,9 @@ void fl_xform_apply(const fl_xform *t, const uint8_t *src, uint8_t *dst, int c, 
         return;
     }
     case FL_XF_CONTRAST:
-        for (size_t i = 0; i < n; i++) dst[i] = fl_xform__u8(src[i] * p);
-        return;
     case FL_XF_BRIGHTNESS:
-        for (size_t i = 0; i < n; i++) dst[i] = fl_xform__u8(src[i] + p);
+    case FL_XF_GAUSS:
+        for (size_t i = 0; i < n; i++) dst[i] = point(t->kind, p, p2, src[i], r);
         return;
     case FL_XF_BLUR:
         fl_xform__blur(p == floor(p) && p >= 1 && p <= 10 ? (int)p : 0, src, dst, c, h, w);
@@ -226,8 +248,8 @@ void fl_xform_apply(const fl_xform *t, const uint8_t *src, uint8_t *dst, int c, 
         return;
     }
     case FL_XF_NOISE:
-        if (p == 1) {
-            for (size_t i = 0; i < n; i++) dst[i] = fl_xform__u8(src[i] + p2 * fl_rng_normal(r));
+        if (p == 1 || p == 3) {
+            for (size_t i = 0; i < n; i++) dst[i] = point(t->kind, p, p2, src[i], r);
             return;
         }
         if (p == 2) {
@@ -245,15 +267,7 @@ void fl_xform_apply(const fl_xform *t, const uint8_t *src, uint8_t *dst, int c, 
             }
             return;
         }
-        if (p == 3) {
-            for (size_t i = 0; i < n; i++)
-                dst[i] = fl_xform__u8(src[i] + src[i] * p2 * fl_rng_normal(r));
-            return;
-        }
         break;
-    case FL_XF_GAUSS:
-        for (size_t i = 0; i < n; i++) dst[i] = fl_xform__u8(src[i] + p * fl_rng_normal(r));
-        return;
     default: break;
     }
     memcpy(dst, src, n); /* unknown kind or parameter: identity */
@@ -316,34 +330,122 @@ void fl_xform_menu_free(fl_xform_menu *m) {
 }
 
 /* ---- validity, mutate, distances --------------------------------------------------------- */
-int fl_fuzz_valid(const uint8_t *i0, const uint8_t *x, int64_t n, double alpha, double beta,
-                  int nonzero_size) {
-    int64_t l0 = 0, size = nonzero_size ? 0 : n;
+static int64_t valid_size(const uint8_t *i0, int64_t n, int nonzero_size) {
+    if (!nonzero_size) return n;
+    int64_t size = 0;
+    for (int64_t i = 0; i < n; i++) size += i0[i] != 0;
+    return size;
+}
+
+/* The constraint with its size known. It stops at the first value that makes x invalid for
+ * sure: L0 has reached alpha * size and L-inf is past beta * 255 (with a hair of slack so
+ * that "exactly beta * 255", 0.2 * 255 = 51, is inside). */
+static int valid_sized(const uint8_t *i0, const uint8_t *x, int64_t n, int64_t size,
+                       double alpha, double beta) {
+    const double l0_max = alpha * (double)size, linf_max = beta * 255.0 + 1e-9;
+    int64_t l0 = 0;
     int linf = 0;
     for (int64_t i = 0; i < n; i++) {
         int d = (int)x[i] - (int)i0[i];
         if (d < 0) d = -d;
-        l0 += d != 0;
+        if (!d) continue;
+        l0++;
         if (d > linf) linf = d;
-        if (nonzero_size) size += i0[i] != 0;
+        if ((double)linf > linf_max && (double)l0 >= l0_max) return 0;
     }
-    if ((double)l0 < alpha * (double)size) return 1; /* L-inf <= 255 always holds */
-    /* a hair of slack so that "exactly beta * 255" (0.2 * 255 = 51) is inside */
-    return (double)linf <= beta * 255.0 + 1e-9;
+    if ((double)l0 < l0_max) return 1; /* L-inf <= 255 always holds */
+    return (double)linf <= linf_max;
+}
+
+int fl_fuzz_valid(const uint8_t *i0, const uint8_t *x, int64_t n, double alpha, double beta,
+                  int nonzero_size) {
+    return valid_sized(i0, x, n, valid_size(i0, n, nonzero_size), alpha, beta);
+}
+
+/* out = t(img) for a pointwise t, checked against i0 as it is made: 1 when valid. An invalid
+ * result is known before the last value when L0 and L-inf are both past their bounds; then
+ * the rest of out is not computed, but the random draws it would have made are still taken
+ * (two 64-bit draws per normal), so the stream goes on as after a full apply. */
+static int pointwise_valid(const fl_xform *t, const uint8_t *img, const uint8_t *i0,
+                           uint8_t *out, int64_t n, int64_t size, double alpha, double beta,
+                           fl_rng *r) {
+    const double l0_max = alpha * (double)size, linf_max = beta * 255.0 + 1e-9;
+    const double p = t->p, p2 = t->p2;
+    const int random = t->kind != FL_XF_CONTRAST && t->kind != FL_XF_BRIGHTNESS;
+    int64_t l0 = 0;
+    int linf = 0;
+    for (int64_t i = 0; i < n; i++) {
+        out[i] = point(t->kind, p, p2, img[i], r);
+        int d = (int)out[i] - (int)i0[i];
+        if (d < 0) d = -d;
+        if (!d) continue;
+        l0++;
+        if (d > linf) linf = d;
+        if ((double)linf > linf_max && (double)l0 >= l0_max) {
+            for (int64_t j = i + 1; random && j < n; j++) {
+                fl_rng_u64(r);
+                fl_rng_u64(r);
+            }
+            return 0;
+        }
+    }
+    if ((double)l0 < l0_max) return 1;
+    return (double)linf <= linf_max;
+}
+
+void fl_fuzz_memo_init(fl_fuzz_memo *m, const uint8_t *img, const uint8_t *i0, int64_t n,
+                       int nonzero_size) {
+    memset(m, 0, sizeof *m);
+    m->img = img;
+    m->i0 = i0;
+    m->same = img == i0 || memcmp(img, i0, (size_t)n) == 0;
+    m->size = valid_size(i0, n, nonzero_size);
+}
+
+/* The kinds whose image depends on the source only (fl_xform_apply draws nothing). */
+static int draws(fl_xform_kind k) {
+    return k == FL_XF_PIXEL || k == FL_XF_NOISE || k == FL_XF_GAUSS;
+}
+
+/* The allowed part [lo, n) of a menu, by kind: how many entries each kind has there and,
+ * when they sit side by side (as in the presets' menus), where they start. Made once per
+ * Mutate call, so that a pick does not walk the menu. */
+typedef struct menu_kinds {
+    unsigned kinds;              /* bit k: kind k is allowed */
+    int n_kinds;
+    int count[FL_XF_COUNT_];     /* entries of each kind */
+    int first[FL_XF_COUNT_];     /* the first of them */
+    uint8_t run[FL_XF_COUNT_];   /* they are first .. first + count - 1 */
+} menu_kinds;
+
+static void menu_kinds_of(const fl_xform_menu *m, int lo, menu_kinds *mk) {
+    memset(mk, 0, sizeof *mk);
+    for (int i = lo; i < m->n; i++) {
+        unsigned k = (unsigned)m->v[i].kind;
+        if (k >= FL_XF_COUNT_) continue;
+        if (!mk->count[k]) {
+            mk->first[k] = i;
+            mk->run[k] = 1;
+        } else if (mk->first[k] + mk->count[k] != i) {
+            mk->run[k] = 0;
+        }
+        mk->count[k]++;
+        mk->kinds |= 1u << k;
+    }
+    mk->n_kinds = __builtin_popcount(mk->kinds);
 }
 
 /* Entry of the menu range [lo, n) chosen as the menu says (see fl_xform_menu.by_kind). */
-static int pick(const fl_xform_menu *m, int lo, unsigned kinds, int n_kinds, fl_rng *r) {
-    if (!m->by_kind || n_kinds <= 0) return lo + (int)fl_rng_below(r, (uint32_t)(m->n - lo));
-    int kk = (int)fl_rng_below(r, (uint32_t)n_kinds), kind = 0;
-    for (kind = 0; kind < 32; kind++)
-        if ((kinds >> kind) & 1u) {
+static int pick(const fl_xform_menu *m, int lo, const menu_kinds *mk, fl_rng *r) {
+    if (!m->by_kind || mk->n_kinds <= 0) return lo + (int)fl_rng_below(r, (uint32_t)(m->n - lo));
+    int kk = (int)fl_rng_below(r, (uint32_t)mk->n_kinds), kind = 0;
+    for (kind = 0; kind < FL_XF_COUNT_; kind++)
+        if ((mk->kinds >> kind) & 1u) {
             if (kk == 0) break;
             kk--;
         }
-    int count = 0;
-    for (int i = lo; i < m->n; i++) count += (int)m->v[i].kind == kind;
-    int j = (int)fl_rng_below(r, (uint32_t)count);
+    int j = (int)fl_rng_below(r, (uint32_t)mk->count[kind]);
+    if (mk->run[kind]) return mk->first[kind] + j;
     for (int i = lo; i < m->n; i++)
         if ((int)m->v[i].kind == kind && j-- == 0) return i;
     return m->n - 1; /* not reached */
@@ -352,31 +454,45 @@ static int pick(const fl_xform_menu *m, int lo, unsigned kinds, int n_kinds, fl_
 int fl_fuzz_mutate(const fl_xform_menu *menu, const uint8_t *img, const uint8_t *i0,
                    int c, int h, int w, int *affine_used, double alpha, double beta,
                    int nonzero_size, int try_num, fl_rng *r, uint8_t *out, uint8_t *new_i0,
-                   fl_xform *used) {
+                   fl_xform *used, fl_fuzz_memo *memo) {
     int lo = *affine_used ? menu->n_affine : 0;
     if (!menu->v || lo < 0 || lo >= menu->n || try_num <= 0) return 0;
     int64_t n = (int64_t)c * h * w;
-    unsigned kinds = 0;
-    int n_kinds = 0;
-    if (menu->by_kind) {
-        for (int i = lo; i < menu->n; i++)
-            if ((unsigned)menu->v[i].kind < 32) kinds |= 1u << menu->v[i].kind;
-        n_kinds = __builtin_popcount(kinds);
+    fl_fuzz_memo own;
+    if (!memo || memo->img != img || memo->i0 != i0) {
+        fl_fuzz_memo_init(&own, img, i0, n, nonzero_size);
+        memo = &own;
     }
+    menu_kinds mk;
+    menu_kinds_of(menu, lo, &mk);
     for (int t = 0; t < try_num; t++) {
-        const fl_xform *x = &menu->v[pick(menu, lo, kinds, n_kinds, r)];
+        const int at = pick(menu, lo, &mk, r);
+        const fl_xform *x = &menu->v[at];
         int affine = fl_xform_is_affine(x->kind);
         if (affine && *affine_used) continue; /* a malformed menu: an affine entry after n_affine */
-        fl_xform_apply(x, img, out, c, h, w, r);
-        /* An affine pick moves the reference with the image: the mutant is checked against
-         * t(I0), so the constraint bounds the pixel-level change the lineage carries, not the
-         * geometry (DeepHunter's released mutate_one does not check affine picks at all). */
-        const uint8_t *ref = i0;
-        if (affine) {
-            fl_xform_apply(x, i0, new_i0, c, h, w, r); /* deterministic: r unused */
-            ref = new_i0;
+        const int known = at < 256 && !draws(x->kind);
+        if (known && (memo->bad[at >> 6] >> (at & 63) & 1u)) continue;
+        int ok;
+        if (pointwise(x)) { /* never affine */
+            ok = pointwise_valid(x, img, i0, out, n, memo->size, alpha, beta, r);
+        } else {
+            fl_xform_apply(x, img, out, c, h, w, r);
+            /* An affine pick moves the reference with the image: the mutant is checked
+             * against t(I0), so the constraint bounds the pixel-level change the lineage
+             * carries, not the geometry (DeepHunter's released mutate_one does not check
+             * affine picks at all). When img is I0, t(I0) is the mutant itself. */
+            const uint8_t *ref = i0;
+            if (affine) {
+                if (memo->same) memcpy(new_i0, out, (size_t)n);
+                else fl_xform_apply(x, i0, new_i0, c, h, w, r); /* deterministic: r unused */
+                ref = new_i0;
+            }
+            ok = valid_sized(ref, out, n, memo->size, alpha, beta);
         }
-        if (!fl_fuzz_valid(ref, out, n, alpha, beta, nonzero_size)) continue;
+        if (!ok) {
+            if (known) memo->bad[at >> 6] |= 1ull << (at & 63);
+            continue;
+        }
         if (affine) *affine_used = 1;
         if (used) *used = *x;
         return 1;

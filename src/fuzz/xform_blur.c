@@ -24,18 +24,33 @@ static inline int refl101(int i, int n) {
 
 static inline int clampi(int i, int n) { return i < 0 ? 0 : i >= n ? n - 1 : i; }
 
+/* The source rows of output row y for offsets lo..hi (at most 7), border applied once per
+ * row; inside the image a column needs no border either (the `inner` test below). */
+#define MAXK 7
+static void rows_of(const uint8_t *s, int y, int lo, int hi, int h, int w, int replicate,
+                    const uint8_t **row) {
+    for (int dy = lo; dy <= hi; dy++)
+        row[dy - lo] = s + (size_t)(replicate ? clampi(y + dy, h) : refl101(y + dy, h)) * w;
+}
+
 static void box(int k, const uint8_t *s, uint8_t *d, int h, int w) {
     int lo = -(k / 2), hi = k - 1 - k / 2;
     double scale = 1.0 / (k * k);
-    for (int y = 0; y < h; y++)
+    const uint8_t *row[MAXK];
+    for (int y = 0; y < h; y++) {
+        rows_of(s, y, lo, hi, h, w, 0, row);
         for (int x = 0; x < w; x++) {
             int sum = 0;
-            for (int dy = lo; dy <= hi; dy++) {
-                const uint8_t *row = s + (size_t)refl101(y + dy, h) * w;
-                for (int dx = lo; dx <= hi; dx++) sum += row[refl101(x + dx, w)];
+            if (x + lo >= 0 && x + hi < w) {
+                for (int j = 0; j < k; j++)
+                    for (int dx = lo; dx <= hi; dx++) sum += row[j][x + dx];
+            } else {
+                for (int j = 0; j < k; j++)
+                    for (int dx = lo; dx <= hi; dx++) sum += row[j][refl101(x + dx, w)];
             }
             d[(size_t)y * w + x] = fl_xform__u8(sum * scale);
         }
+    }
 }
 
 static void gauss(int k, const uint8_t *s, uint8_t *d, int h, int w) {
@@ -43,39 +58,46 @@ static void gauss(int k, const uint8_t *s, uint8_t *d, int h, int w) {
     const int *g = k == 3 ? g3 : k == 5 ? g5 : g7;
     int r = k / 2, one = k == 3 ? 4 : k == 5 ? 16 : 64;
     double scale = 1.0 / ((double)one * one); /* a power of two: exact */
-    for (int y = 0; y < h; y++)
+    const uint8_t *row[MAXK];
+    for (int y = 0; y < h; y++) {
+        rows_of(s, y, -r, r, h, w, 0, row);
         for (int x = 0; x < w; x++) {
+            const int inner = x - r >= 0 && x + r < w;
             int sum = 0;
-            for (int dy = -r; dy <= r; dy++) {
-                const uint8_t *row = s + (size_t)refl101(y + dy, h) * w;
+            for (int j = 0; j < k; j++) {
                 int rs = 0;
-                for (int dx = -r; dx <= r; dx++) rs += g[dx + r] * row[refl101(x + dx, w)];
-                sum += g[dy + r] * rs;
+                if (inner)
+                    for (int dx = -r; dx <= r; dx++) rs += g[dx + r] * row[j][x + dx];
+                else
+                    for (int dx = -r; dx <= r; dx++) rs += g[dx + r] * row[j][refl101(x + dx, w)];
+                sum += g[j] * rs;
             }
             d[(size_t)y * w + x] = fl_xform__u8(sum * scale);
         }
+    }
 }
 
 static void median(int k, const uint8_t *s, uint8_t *d, int h, int w) {
     int r = k / 2, n = k * k;
     uint8_t v[25];
-    for (int y = 0; y < h; y++)
+    const uint8_t *row[MAXK];
+    for (int y = 0; y < h; y++) {
+        rows_of(s, y, -r, r, h, w, 1, row);
         for (int x = 0; x < w; x++) {
             int m = 0;
-            for (int dy = -r; dy <= r; dy++) {
-                const uint8_t *row = s + (size_t)clampi(y + dy, h) * w;
+            for (int j = 0; j < k; j++)
                 for (int dx = -r; dx <= r; dx++) {
-                    uint8_t a = row[clampi(x + dx, w)];
-                    int j = m++;
-                    while (j > 0 && v[j - 1] > a) { /* insertion sort */
-                        v[j] = v[j - 1];
-                        j--;
+                    uint8_t a = row[j][clampi(x + dx, w)];
+                    int i = m++;
+                    while (i > 0 && v[i - 1] > a) { /* insertion sort */
+                        v[i] = v[i - 1];
+                        i--;
                     }
-                    v[j] = a;
+                    v[i] = a;
                 }
-            }
             d[(size_t)y * w + x] = v[n / 2];
         }
+    }
 }
 
 /* bilateralFilter_8u: radius d/2 = 4, the taps with sqrt(i^2 + j^2) <= 4 (49 of 81), space

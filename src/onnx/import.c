@@ -29,9 +29,12 @@
 typedef struct loader {
     const char *file; /* for messages */
     fl_model *m;
+    const Onnx__ModelProto *mp;
     const Onnx__GraphProto *g;
     fl_err *e;
 } loader;
+
+static char *node_name(loader *L, const Onnx__NodeProto *np, size_t index);
 
 static int is_default_domain(const char *d) { return !d || !*d || strcmp(d, "ai.onnx") == 0; }
 
@@ -47,12 +50,24 @@ static fl_status read_opset(loader *L, const Onnx__ModelProto *mp) {
         return fl_fail(L->e, FL_ERR_UNSUPPORTED,
                        "%s: no operator set of the default ONNX domain (flare supports opsets %d..%d of it)",
                        L->file, FL_OPSET_MIN, FL_OPSET_MAX);
-    if (v < FL_OPSET_MIN || v > FL_OPSET_MAX)
-        return fl_fail(L->e, FL_ERR_UNSUPPORTED,
-                       "%s: opset %lld of the default ONNX domain is not supported (%d..%d are)",
-                       L->file, (long long)v, FL_OPSET_MIN, FL_OPSET_MAX);
-    L->m->opset = (int)v;
-    return FL_OK;
+    if (v >= FL_OPSET_MIN && v <= FL_OPSET_MAX) {
+        L->m->opset = (int)v;
+        return FL_OK;
+    }
+    /* named with the first node, whose op's version at that opset flare cannot know */
+    const Onnx__NodeProto *np = L->g && L->g->n_node && L->g->node[0] && L->g->node[0]->op_type
+                                    ? L->g->node[0] : NULL;
+    char *name = np ? node_name(L, np, 0) : NULL;
+    if (name)
+        fl_fail(L->e, FL_ERR_UNSUPPORTED,
+                "%s: node '%s' (%s): opset %lld of the default ONNX domain is not supported (%d..%d are)",
+                L->file, name, np->op_type, (long long)v, FL_OPSET_MIN, FL_OPSET_MAX);
+    else
+        fl_fail(L->e, FL_ERR_UNSUPPORTED,
+                "%s: opset %lld of the default ONNX domain is not supported (%d..%d are)", L->file,
+                (long long)v, FL_OPSET_MIN, FL_OPSET_MAX);
+    free(name);
+    return FL_ERR_UNSUPPORTED;
 }
 
 
@@ -61,6 +76,16 @@ static fl_status with_file(loader *L, fl_status st) {
     char msg[sizeof L->e->msg];
     memcpy(msg, L->e->msg, sizeof msg);
     return fl_fail(L->e, st, "%s: %s", L->file, msg);
+}
+
+/* The same for a node that op's init refused: the op's version in force follows, since what
+ * an op accepts depends on it ("... antialias is not supported (Resize-18 at opset 19)"). */
+static fl_status with_version(loader *L, const char *op, fl_status st) {
+    if (st != FL_ERR_UNSUPPORTED) return with_file(L, st);
+    char msg[sizeof L->e->msg];
+    memcpy(msg, L->e->msg, sizeof msg);
+    return fl_fail(L->e, st, "%s: %s (%s-%d at opset %d)", L->file, msg, op,
+                   fl_onnx_op_version(op, L->m->opset), L->m->opset);
 }
 
 /* ---- values ------------------------------------------------------------------------------------ */
@@ -320,7 +345,7 @@ static fl_status add_node(loader *L, const Onnx__NodeProto *np, const char *node
     if (st == FL_OK) {
         st = fl_model_add_node(L->m, op, node, (int)np->n_input, in, (int)n_out, out, (int)n_attr,
                                attr, L->e);
-        if (st != FL_OK) with_file(L, st);
+        if (st != FL_OK) with_version(L, op, st);
     }
     for (size_t i = 0; attr && i < np->n_attribute; i++) attr_release(&attr[i]);
     free(attr);
@@ -343,29 +368,25 @@ static char *node_name(loader *L, const Onnx__NodeProto *np, size_t index) {
     }
 }
 
-/* Ops flare supports that are younger than FL_OPSET_MIN: in a model of an older opset they
- * do not exist, and a node using one is refused rather than run with semantics the model's
- * opset does not define. */
-static const struct { const char *op; int since; } op_since[] = {
-    {"Expand", 8},           {"Erf", 9},          {"Where", 9},
-    {"ConstantOfShape", 9},  {"Mod", 10},         {"Resize", 10},
-    {"Range", 11},           {"ScatterND", 11},   {"LessOrEqual", 12},
-    {"GreaterOrEqual", 12},  {"Einsum", 12},      {"HardSwish", 14},
-    {"LayerNormalization", 17}, {"Mish", 18},     {"GroupNormalization", 18},
-    {"Gelu", 20},
-};
-
+/* An op younger than the model's opset does not exist there: a node using one is refused
+ * rather than run with semantics the model's opset does not define (opversion.c). */
 static fl_status check_version(loader *L, const Onnx__NodeProto *np, size_t index) {
-    for (size_t k = 0; k < sizeof op_since / sizeof op_since[0]; k++) {
-        if (strcmp(op_since[k].op, np->op_type) != 0 || L->m->opset >= op_since[k].since) continue;
-        char *name = node_name(L, np, index);
-        fl_fail(L->e, FL_ERR_UNSUPPORTED, "%s: node '%s' (%s): %s is not in opset %d of the "
-                "default ONNX domain (it was added in opset %d)", L->file, name ? name : "",
-                np->op_type, np->op_type, L->m->opset, op_since[k].since);
-        free(name);
-        return FL_ERR_UNSUPPORTED;
+    if (fl_onnx_op_version(np->op_type, L->m->opset) != 0) return FL_OK;
+    char *name = node_name(L, np, index);
+    fl_fail(L->e, FL_ERR_UNSUPPORTED, "%s: node '%s' (%s): %s is not in opset %d of the "
+            "default ONNX domain (it was added in opset %d)", L->file, name ? name : "",
+            np->op_type, np->op_type, L->m->opset, fl_onnx_op_first_version(np->op_type));
+    free(name);
+    return FL_ERR_UNSUPPORTED;
+}
+
+/* The version of `domain` the model imports, -1 when it imports none. */
+static int64_t domain_version(const loader *L, const char *domain) {
+    for (size_t i = 0; i < L->mp->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *o = L->mp->opset_import[i];
+        if (o && o->domain && strcmp(o->domain, domain) == 0 && o->has_version) return o->version;
     }
-    return FL_OK;
+    return -1;
 }
 
 /* Checked before anything else is read, so that a model using an unsupported operator is
@@ -382,13 +403,16 @@ static fl_status check_ops(loader *L) {
             continue;
         }
         char *name = node_name(L, np, i);
+        int64_t dv = foreign ? domain_version(L, np->domain) : -1;
+        char ver[48] = "";
+        if (dv >= 0) snprintf(ver, sizeof ver, " version %lld", (long long)dv);
         if (foreign)
             fl_fail(L->e, FL_ERR_UNSUPPORTED,
-                    "%s: node '%s' (%s): operator domain '%s' is not supported (only the default ONNX domain)",
-                    L->file, name ? name : "", np->op_type, np->domain);
+                    "%s: node '%s' (%s): operator domain '%s'%s is not supported (only the default ONNX domain)",
+                    L->file, name ? name : "", np->op_type, np->domain, ver);
         else
-            fl_fail(L->e, FL_ERR_UNSUPPORTED, "%s: node '%s': unsupported operator %s", L->file,
-                    name ? name : "", np->op_type);
+            fl_fail(L->e, FL_ERR_UNSUPPORTED, "%s: node '%s': unsupported operator %s (opset %d)",
+                    L->file, name ? name : "", np->op_type, L->m->opset);
         free(name);
         return FL_ERR_UNSUPPORTED;
     }
@@ -486,7 +510,7 @@ fl_status fl_onnx_load_buffer(const uint8_t *buf, size_t len, const char *name, 
         return fl_fail(e, FL_ERR_FORMAT, "%s: not an ONNX model (the protobuf is truncated or corrupted)", name);
     fl_err scratch;
     if (!e) e = &scratch;
-    loader L = {.file = name, .g = mp->graph, .e = e};
+    loader L = {.file = name, .mp = mp, .g = mp->graph, .e = e};
     fl_status st = FL_OK;
     int ins[8], n_ins = 0;
     if (!mp->graph) st = fl_fail(e, FL_ERR_FORMAT, "%s: the model has no graph", name);

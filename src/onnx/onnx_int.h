@@ -31,4 +31,10 @@ void fl_onnx_tensor_encode(fl_arena *a, Onnx__TensorProto *tp, const fl_tensor *
 /* Fold shape sub-graphs into constants (see fold.c). `file` names the model in errors. */
 fl_status fl_onnx_fold_shapes(fl_model *m, const char *file, fl_err *e);
 
+/* The version of a default-domain op in force at `opset` (the newest since_version <= opset,
+ * see opversion.c): 0 when the op does not exist yet at that opset, -1 when the table does not
+ * know the op. fl_onnx_op_first_version: the opset that introduced it (-1 unknown). */
+int fl_onnx_op_version(const char *op, int opset);
+int fl_onnx_op_first_version(const char *op);
+
 #endif

@@ -1,10 +1,11 @@
 /* Features for IS and FID: one layer's values and the class probabilities of a classifier,
- * collected over a dataset in batches (eval mode). */
+ * collected over a dataset in batches (eval mode, fl_layerset_stream). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "flare/neurons.h"
 #include "flare/quality.h"
 
 void fl_quality_feats_free(fl_quality_feats *f) {
@@ -42,42 +43,42 @@ static void softmax_row(const float *z, int k, float *prob) {
     for (int j = 0; j < k; j++) prob[j] = (float)(exp((double)z[j] - mx) / s);
 }
 
-static fl_status run_batches(fl_model *m, int lv, const fl_dataset *d, fl_tensor *x,
-                             fl_quality_feats *f, fl_err *e) {
-    int soft = output_is_softmax(m);
-    for (int64_t start = 0; start < d->n; start += x->shape[0]) {
-        int64_t nb = d->n - start < x->shape[0] ? d->n - start : x->shape[0];
-        fl_tensor xb = *x;
-        xb.shape[0] = nb;
-        xb.size = fl_shape_size(xb.ndim, xb.shape);
-        fl_status st = fl_dataset_batch(d, start, nb, &xb, e);
-        if (st == FL_OK) st = fl_model_forward(m, &xb, e);
-        if (st != FL_OK) return st;
-        const fl_tensor *h = &m->values[lv].t, *z = fl_model_output(m, 0);
-        if (!h->data || h->ndim < 1 || h->shape[0] != nb || z->ndim < 1 || z->shape[0] != nb)
-            return fl_fail(e, FL_ERR_SHAPE, "layer %s or the output does not have the batch (%lld) "
-                           "as its first dimension", f->layer, (long long)nb);
-        int64_t d1 = h->size / nb, k1 = z->size / nb;
-        if (!f->x) { /* the first batch fixes the sizes */
-            if (d1 > INT32_MAX || k1 > INT32_MAX || d1 < 1 || k1 < 1)
-                return fl_fail(e, FL_ERR_SHAPE, "layer %s: %lld values per image, output: %lld",
-                               f->layer, (long long)d1, (long long)k1);
-            f->d = (int)d1;
-            f->k = (int)k1;
-            f->x = malloc(sizeof(float) * (size_t)d->n * (size_t)d1);
-            f->prob = malloc(sizeof(float) * (size_t)d->n * (size_t)k1);
-            if (!f->x || !f->prob)
-                return fl_fail(e, FL_ERR_NOMEM, "out of memory for %lld x %lld features",
-                               (long long)d->n, (long long)d1);
-        } else if (d1 != f->d || k1 != f->k) {
-            return fl_fail(e, FL_ERR_SHAPE, "layer %s changed size between batches", f->layer);
-        }
-        memcpy(f->x + start * f->d, h->data, sizeof(float) * (size_t)h->size);
-        for (int64_t b = 0; b < nb; b++) {
-            float *p = f->prob + (start + b) * f->k;
-            if (soft) memcpy(p, z->data + b * f->k, sizeof(float) * (size_t)f->k);
-            else softmax_row(z->data + b * f->k, f->k, p);
-        }
+typedef struct feat_run {
+    int lv, soft;       /* the feature layer's value; 1: output 0 holds probabilities already */
+    int64_t n;          /* images in all */
+    fl_quality_feats *f;
+} feat_run;
+
+/* One batch of the stream: its layer values and class probabilities into f. */
+static fl_status take_batch(void *user, fl_model *m, const float *neurons, const float *logits,
+                            int n_logits, int64_t start, int nb, fl_err *e) {
+    (void)neurons;
+    feat_run *r = user;
+    fl_quality_feats *f = r->f;
+    const fl_tensor *h = &m->values[r->lv].t;
+    if (!h->data || h->ndim < 1 || h->shape[0] != nb)
+        return fl_fail(e, FL_ERR_SHAPE, "layer %s does not have the batch (%d) as its first "
+                       "dimension", f->layer, nb);
+    int64_t d1 = h->size / nb;
+    if (!f->x) { /* the first batch fixes the sizes */
+        if (d1 > INT32_MAX || d1 < 1 || n_logits < 1)
+            return fl_fail(e, FL_ERR_SHAPE, "layer %s: %lld values per image, output: %d",
+                           f->layer, (long long)d1, n_logits);
+        f->d = (int)d1;
+        f->k = n_logits;
+        f->x = malloc(sizeof(float) * (size_t)r->n * (size_t)d1);
+        f->prob = malloc(sizeof(float) * (size_t)r->n * (size_t)n_logits);
+        if (!f->x || !f->prob)
+            return fl_fail(e, FL_ERR_NOMEM, "out of memory for %lld x %lld features",
+                           (long long)r->n, (long long)d1);
+    } else if (d1 != f->d || n_logits != f->k) {
+        return fl_fail(e, FL_ERR_SHAPE, "layer %s changed size between batches", f->layer);
+    }
+    memcpy(f->x + start * f->d, h->data, sizeof(float) * (size_t)h->size);
+    for (int b = 0; b < nb; b++) {
+        float *p = f->prob + (start + b) * f->k;
+        if (r->soft) memcpy(p, logits + (int64_t)b * f->k, sizeof(float) * (size_t)f->k);
+        else softmax_row(logits + (int64_t)b * f->k, f->k, p);
     }
     return FL_OK;
 }
@@ -96,17 +97,8 @@ fl_status fl_quality_features(fl_model *m, const char *layer, const fl_dataset *
         return fl_fail(e, FL_ERR_NOTFOUND, "the model has no layer named %s (see `flare nn info`)",
                        layer);
     snprintf(out->layer, sizeof out->layer, "%s", layer);
-    if (batch <= 0) batch = 256;
-    if (batch > d->n) batch = (int)d->n;
-    fl_tensor x = {0};
-    int64_t xs[4] = {batch, d->c, d->h, d->w};
-    if (fl_tensor_alloc(&x, 4, xs) != FL_OK)
-        return fl_fail(e, FL_ERR_NOMEM, "out of memory for batches of %d", batch);
-    int was_training = m->training;
-    m->training = 0;
-    st = run_batches(m, lv, d, &x, out, e);
-    m->training = was_training;
-    fl_tensor_free(&x);
+    feat_run r = {.lv = lv, .soft = output_is_softmax(m), .n = d->n, .f = out};
+    st = fl_layerset_stream(m, NULL, d, batch, take_batch, &r, e);
     if (st != FL_OK) fl_quality_feats_free(out);
     else out->n = d->n;
     return st;

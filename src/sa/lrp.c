@@ -18,13 +18,16 @@
 #include "flare/lrp.h"
 #include "nn/op_conv.h"
 
-enum { K_DENSE, K_CONV, K_MAXPOOL, K_AVGPOOL, K_GAP, K_PASS, K_BN, K_ADD };
+enum { K_DENSE, K_CONV, K_MAXPOOL, K_AVGPOOL, K_GAP, K_PASS, K_BN, K_ADD, K_CONCAT, K_PAD };
 
 typedef struct lrp_step {
     int node, kind;
     int x;              /* the input that receives relevance (K_ADD: both, see in[]) */
     int w;              /* K_DENSE / K_CONV: weight value; K_BN: scale */
     int tb;             /* K_DENSE: B is stored [N,K] */
+    int groups;         /* K_CONV: group (depthwise: the channel count) */
+    int axis;           /* K_CONCAT: the axis, normalised on the first run */
+    int64_t pad0[FL_MAX_DIMS]; /* K_PAD: the leading pad of each axis (constant mode, >= 0) */
     float alpha;        /* K_DENSE: Gemm's alpha */
     float *wp, *wn;     /* z+: the positive and negative parts of alpha * W, W's layout */
     fl_window win;      /* pools and Conv */
@@ -107,6 +110,46 @@ static fl_status split_weights(fl_lrp *l, lrp_step *s, fl_err *e) {
     return FL_OK;
 }
 
+/* Pad: only the constant mode with pads >= 0 (torch's zero frame before AvgPool2d) has a
+ * rule: the frame is constant, like a bias, and the input's values pass relevance through
+ * unchanged. The pads are the attribute (opset < 11) or input 1 with the optional axes of
+ * input 3 (opset 18), constants in both. */
+static fl_status plan_pad(const fl_model *m, const fl_node *n, lrp_step *s, fl_err *e) {
+    const fl_attr *mode = fl_node_attr(n, "mode");
+    if (mode && mode->s && strcmp(mode->s, "constant"))
+        return unsupported(n, "pads by reflecting or repeating values (only constant mode has a rule)", e);
+    const int rank = m->values[n->in[0]].t.ndim;
+    int64_t pads[2 * FL_MAX_DIMS] = {0}, axes[FL_MAX_DIMS];
+    int np = 0, na = rank;
+    const fl_attr *pa = fl_node_attr(n, "pads");
+    if (pa) {
+        np = pa->n;
+        for (int i = 0; i < np && i < 2 * FL_MAX_DIMS; i++) pads[i] = pa->ints[i];
+    } else if (n->n_in > 1 && is_weight(m, n->in[1])) {
+        const fl_tensor *t = &m->values[n->in[1]].t;
+        np = (int)t->size;
+        for (int i = 0; i < np && i < 2 * FL_MAX_DIMS; i++) pads[i] = (int64_t)t->data[i];
+    } else {
+        return unsupported(n, "has pads computed from activations", e);
+    }
+    for (int i = 0; i < rank; i++) axes[i] = i;
+    if (n->n_in > 3 && n->in[3] >= 0) {
+        if (!is_weight(m, n->in[3])) return unsupported(n, "has axes computed from activations", e);
+        const fl_tensor *t = &m->values[n->in[3]].t;
+        na = (int)t->size;
+        for (int i = 0; i < na && i < FL_MAX_DIMS; i++)
+            axes[i] = (int64_t)t->data[i] < 0 ? (int64_t)t->data[i] + rank : (int64_t)t->data[i];
+    }
+    if (rank > FL_MAX_DIMS || na > rank || np != 2 * na)
+        return unsupported(n, "has pads LRP does not understand", e);
+    for (int i = 0; i < na; i++) {
+        if (axes[i] < 0 || axes[i] >= rank) return unsupported(n, "has an axis out of range", e);
+        if (pads[i] < 0 || pads[i + na] < 0) return unsupported(n, "crops (negative pads)", e);
+        s->pad0[axes[i]] = pads[i];
+    }
+    return FL_OK;
+}
+
 /* Turn node n (whose output is needed) into a step; mark the inputs that get relevance. */
 static fl_status plan_node(fl_lrp *l, int ni, lrp_step *s, fl_err *e) {
     fl_model *m = l->m;
@@ -135,7 +178,9 @@ static fl_status plan_node(fl_lrp *l, int ni, lrp_step *s, fl_err *e) {
         s->kind = K_CONV;
         s->w = n->in[1];
         if (!is_weight(m, s->w)) return unsupported(n, "has activations as weights", e);
-        if (fl_node_attr_int(n, "group", 1) != 1) return unsupported(n, "is a grouped convolution", e);
+        int64_t groups = fl_node_attr_int(n, "group", 1);
+        if (groups < 1 || groups > (1 << 20)) return unsupported(n, "has a bad group", e);
+        s->groups = (int)groups;
         if (m->values[s->w].t.ndim != 4) return unsupported(n, "is not a 2-D convolution", e);
         st = fl_window_parse(n, &s->win, e);
     } else if (!strcmp(op, "MaxPool") || !strcmp(op, "AveragePool")) {
@@ -156,14 +201,25 @@ static fl_status plan_node(fl_lrp *l, int ni, lrp_step *s, fl_err *e) {
         for (int i = 0; i < 2; i++)
             if (is_data(m, n->in[i])) l->need[n->in[i]] = 1;
         return FL_OK;
+    } else if (!strcmp(op, "Pad")) {
+        s->kind = K_PAD;
+        st = plan_pad(m, n, s, e);
+    } else if (!strcmp(op, "Concat")) {
+        s->kind = K_CONCAT;
+        s->x = -1;
+        s->axis = (int)fl_node_attr_int(n, "axis", 0);
+        for (int i = 0; i < n->n_in; i++)
+            if (is_data(m, n->in[i])) l->need[n->in[i]] = 1;
+        return FL_OK;
     } else if (!strcmp(op, "Relu") || !strcmp(op, "Identity") || !strcmp(op, "Dropout") ||
                !strcmp(op, "Flatten") || !strcmp(op, "Reshape") || !strcmp(op, "Squeeze") ||
                !strcmp(op, "Unsqueeze")) {
         s->kind = K_PASS;
     } else {
         return unsupported(n, "has no relevance rule (supported: Gemm, MatMul, Conv, MaxPool, "
-                              "AveragePool, GlobalAveragePool, BatchNormalization, Add, Relu, "
-                              "Identity, Dropout, Flatten, Reshape, Squeeze, Unsqueeze)",
+                              "AveragePool, GlobalAveragePool, BatchNormalization, Add, Concat, "
+                              "Pad, Relu, Identity, Dropout, Flatten, Reshape, Squeeze, "
+                              "Unsqueeze)",
                            e);
     }
     if (st != FL_OK) return st;
@@ -304,55 +360,67 @@ static fl_status window_geom(const fl_node *n, const lrp_step *s, const fl_tenso
     return FL_OK;
 }
 
-/* Conv: X [N,C,H,W], W [O,C,kh,kw], Y [N,O,oh,ow]; per image, cols = im2col(X) [C*kh*kw, P]
- * and Z = W cols, so the transposed product is col2im(W^T S). Images are independent: they
- * are spread over the thread pool, each thread with its own slice of scratch. */
+/* Conv: X [N,C,H,W], W [O,C/G,kh,kw], Y [N,O,oh,ow] in G groups (group g maps input channels
+ * [g C/G, (g+1) C/G) to outputs [g O/G, (g+1) O/G) with weights rows [g O/G, (g+1) O/G)).
+ * Per image and group, cols = im2col(X_g) [C/G*kh*kw, P] and Z_g = W_g cols, so the
+ * transposed product is col2im(W_g^T S_g): each group is a linear layer of its own, which is
+ * what a dense convolution with zero weights outside the groups' blocks computes
+ * (test_lrp_grouped). Images are independent: they are spread over the thread pool, each
+ * thread with its own slice of scratch. */
 typedef struct conv_job {
     const fl_lrp *l;
     const lrp_step *s;
     const float *X, *Y, *W, *R;
     float *RX, *scr;
-    fl_conv2d_geom g;
-    int O, CK, P;
-    int64_t img;
+    fl_conv2d_geom g; /* of one group: g.c = C/G */
+    int O, CK, P, G;  /* O, CK: of one group */
+    int64_t img;      /* floats of one group of one image */
     size_t per_thread; /* floats of scratch per thread */
 } conv_job;
 
-static void conv_range(void *ctx, int64_t lo, int64_t hi, int tid) {
-    const conv_job *j = ctx;
+/* Group k of image b: x, y, r, rx its slices; S, cols, G, Xp, Xn the thread's scratch. */
+static void conv_group(const conv_job *j, int k, const float *x, const float *y, const float *r,
+                       float *rx, float *S, float *cols, float *G, float *Xp, float *Xn) {
     const lrp_step *s = j->s;
     const int O = j->O, CK = j->CK, P = j->P, zplus = j->l->o.rule == FL_LRP_ZPLUS;
-    const int64_t img = j->img, op = (int64_t)O * P;
-    float *S = j->scr + (size_t)tid * j->per_thread, *cols = S + op, *G = cols + (int64_t)CK * P;
-    float *Xp = G + img, *Xn = Xp + img;
-    for (int64_t b = lo; b < hi; b++) {
-        const float *x = j->X + b * img, *y = j->Y + b * op, *r = j->R + b * op;
-        float *rx = j->RX + b * img;
-        int any = 0;
-        for (int64_t i = 0; i < op && !any; i++) any = r[i] != 0;
-        if (!any) continue; /* an input that is not explained (or relevance died out) */
-        int neg = 0;
-        if (zplus) {
-            split_sign(x, Xp, Xn, img, &neg);
-            fl_im2col(cols, Xp, &j->g);
-            fl_sgemm(0, 0, O, P, CK, 1, s->wp, CK, cols, P, 0, S, P);
-            if (neg) {
-                fl_im2col(cols, Xn, &j->g);
-                fl_sgemm(0, 0, O, P, CK, 1, s->wn, CK, cols, P, 1, S, P);
-            }
-            divide(S, r, S, op, j->l->o.eps, 1);
-        } else {
-            divide(S, r, y, op, j->l->o.eps, 0);
+    const int64_t img = j->img, op = (int64_t)O * P, woff = (int64_t)k * O * CK;
+    int any = 0;
+    for (int64_t i = 0; i < op && !any; i++) any = r[i] != 0;
+    if (!any) return; /* an input that is not explained (or relevance died out) */
+    int neg = 0;
+    if (zplus) {
+        split_sign(x, Xp, Xn, img, &neg);
+        fl_im2col(cols, Xp, &j->g);
+        fl_sgemm(0, 0, O, P, CK, 1, s->wp + woff, CK, cols, P, 0, S, P);
+        if (neg) {
+            fl_im2col(cols, Xn, &j->g);
+            fl_sgemm(0, 0, O, P, CK, 1, s->wn + woff, CK, cols, P, 1, S, P);
         }
-        for (int pass = 0; pass < 1 + neg; pass++) {
-            const float *w = !zplus ? j->W : pass ? s->wn : s->wp;
-            const float *xs = !zplus ? x : pass ? Xn : Xp;
-            fl_sgemm(1, 0, CK, P, O, 1, w, CK, S, P, 0, cols, P);
-            memset(G, 0, sizeof(float) * (size_t)img);
-            fl_col2im(G, cols, &j->g);
-            for (int64_t i = 0; i < img; i++) rx[i] += xs[i] * G[i];
-        }
+        divide(S, r, S, op, j->l->o.eps, 1);
+    } else {
+        divide(S, r, y, op, j->l->o.eps, 0);
     }
+    for (int pass = 0; pass < 1 + neg; pass++) {
+        const float *w = (!zplus ? j->W : pass ? s->wn : s->wp) + woff;
+        const float *xs = !zplus ? x : pass ? Xn : Xp;
+        fl_sgemm(1, 0, CK, P, O, 1, w, CK, S, P, 0, cols, P);
+        memset(G, 0, sizeof(float) * (size_t)img);
+        fl_col2im(G, cols, &j->g);
+        for (int64_t i = 0; i < img; i++) rx[i] += xs[i] * G[i];
+    }
+}
+
+static void conv_range(void *ctx, int64_t lo, int64_t hi, int tid) {
+    const conv_job *j = ctx;
+    const int64_t img = j->img, op = (int64_t)j->O * j->P;
+    float *S = j->scr + (size_t)tid * j->per_thread, *cols = S + op, *G = cols + (int64_t)j->CK * j->P;
+    float *Xp = G + img, *Xn = Xp + img;
+    for (int64_t b = lo; b < hi; b++)
+        for (int k = 0; k < j->G; k++) {
+            int64_t gi = b * j->G + k; /* group k of image b: its input and output slices */
+            conv_group(j, k, j->X + gi * img, j->Y + gi * op, j->R + gi * op, j->RX + gi * img,
+                       S, cols, G, Xp, Xn);
+        }
 }
 
 static fl_status step_conv(fl_lrp *l, const lrp_step *s, fl_err *e) {
@@ -361,15 +429,19 @@ static fl_status step_conv(fl_lrp *l, const lrp_step *s, fl_err *e) {
     const fl_tensor *X = &m->values[s->x].t, *Y = &m->values[n->out[0]].t;
     const fl_tensor *W = &m->values[s->w].t;
     conv_job j = {.l = l, .s = s, .X = X->data, .Y = Y->data, .W = W->data,
-                  .R = l->rel[n->out[0]].data, .RX = l->rel[s->x].data};
-    fl_status st = window_geom(n, s, X, (int)W->shape[2], (int)W->shape[3], 0, &j.g, e);
+                  .R = l->rel[n->out[0]].data, .RX = l->rel[s->x].data, .G = s->groups};
+    if (X->ndim != 4 || X->shape[1] % j.G || W->shape[0] % j.G)
+        return unsupported(n, "has shapes LRP does not understand", e);
+    fl_tensor Xg = *X; /* one group's channels: the geometry of its im2col */
+    Xg.shape[1] = X->shape[1] / j.G;
+    fl_status st = window_geom(n, s, &Xg, (int)W->shape[2], (int)W->shape[3], 0, &j.g, e);
     if (st != FL_OK) return st;
-    j.O = (int)W->shape[0];
+    j.O = (int)(W->shape[0] / j.G);
     j.CK = (int)(W->shape[1] * W->shape[2] * W->shape[3]);
     j.P = j.g.oh * j.g.ow;
-    j.img = X->shape[1] * X->shape[2] * X->shape[3];
-    if (W->shape[1] != X->shape[1] || Y->shape[1] != j.O ||
-        (int64_t)j.P * j.O * X->shape[0] != Y->size)
+    j.img = Xg.shape[1] * X->shape[2] * X->shape[3];
+    if (W->shape[1] != Xg.shape[1] || Y->shape[1] != W->shape[0] ||
+        (int64_t)j.P * W->shape[0] * X->shape[0] != Y->size)
         return unsupported(n, "has shapes LRP does not understand", e);
     j.per_thread = (size_t)j.O * j.P + (size_t)j.CK * j.P + 3 * (size_t)j.img;
     j.per_thread = (j.per_thread + 15) & ~(size_t)15; /* 64-byte aligned slices */
@@ -551,6 +623,59 @@ static fl_status step_add(fl_lrp *l, const lrp_step *s, fl_err *e) {
     return FL_OK;
 }
 
+/* Concat: each activation input gets back the slab of the output's relevance it filled (a
+ * constant input's slab is dropped, like a bias's share). Conserves exactly. */
+static fl_status step_concat(fl_lrp *l, const lrp_step *s, fl_err *e) {
+    fl_model *m = l->m;
+    const fl_node *n = &m->nodes[s->node];
+    const fl_tensor *Y = &m->values[n->out[0]].t;
+    int ax = s->axis < 0 ? s->axis + Y->ndim : s->axis;
+    if (ax < 0 || ax >= Y->ndim) return unsupported(n, "has an axis out of range", e);
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; d < ax; d++) outer *= Y->shape[d];
+    for (int d = ax + 1; d < Y->ndim; d++) inner *= Y->shape[d];
+    const int64_t row = Y->shape[ax] * inner;
+    const float *R = l->rel[n->out[0]].data;
+    int64_t at = 0; /* where input k's slab starts in each output row */
+    for (int k = 0; k < n->n_in; k++) {
+        if (n->in[k] < 0) continue;
+        const fl_tensor *x = &m->values[n->in[k]].t;
+        const int64_t len = x->ndim == Y->ndim ? x->shape[ax] * inner : 0;
+        if (is_data(m, n->in[k])) {
+            float *rx = l->rel[n->in[k]].data;
+            for (int64_t o = 0; o < outer; o++)
+                for (int64_t i = 0; i < len; i++) rx[o * len + i] += R[o * row + at + i];
+        }
+        at += len;
+    }
+    if (at != row) return unsupported(n, "has shapes LRP does not understand", e);
+    return FL_OK;
+}
+
+/* Pad (constant): the input's positions take the relevance of theirs in the output. */
+static fl_status step_pad(fl_lrp *l, const lrp_step *s, fl_err *e) {
+    fl_model *m = l->m;
+    const fl_node *n = &m->nodes[s->node];
+    const fl_tensor *X = &m->values[s->x].t, *Y = &m->values[n->out[0]].t;
+    if (X->ndim != Y->ndim) return unsupported(n, "has shapes LRP does not understand", e);
+    int64_t ystride[FL_MAX_DIMS], idx[FL_MAX_DIMS] = {0}, base = 0;
+    for (int d = X->ndim - 1, st = 1; d >= 0; d--) {
+        ystride[d] = st, st *= (int)Y->shape[d];
+        if (X->shape[d] + s->pad0[d] > Y->shape[d])
+            return unsupported(n, "has shapes LRP does not understand", e);
+        base += s->pad0[d] * ystride[d];
+    }
+    const float *R = l->rel[n->out[0]].data;
+    float *rx = l->rel[s->x].data;
+    for (int64_t i = 0; i < X->size; i++) { /* idx: X's index of element i */
+        int64_t at = base;
+        for (int d = 0; d < X->ndim; d++) at += idx[d] * ystride[d];
+        rx[i] += R[at];
+        for (int d = X->ndim - 1; d >= 0 && ++idx[d] == X->shape[d]; d--) idx[d] = 0;
+    }
+    return FL_OK;
+}
+
 /* ---- running ---------------------------------------------------------------------------------- */
 fl_status fl_lrp_run(fl_lrp *l, const int32_t *target, fl_err *e) {
     fl_model *m = l->m;
@@ -604,6 +729,8 @@ fl_status fl_lrp_run(fl_lrp *l, const int32_t *target, fl_err *e) {
         case K_GAP: st = step_gap(l, s); break;
         case K_BN: st = step_bn(l, s); break;
         case K_ADD: st = step_add(l, s, e); break;
+        case K_CONCAT: st = step_concat(l, s, e); break;
+        case K_PAD: st = step_pad(l, s, e); break;
         default: { /* K_PASS */
             if (!is_data(m, s->x)) break;
             const fl_tensor *r = &l->rel[n->out[0]];

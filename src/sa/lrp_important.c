@@ -106,15 +106,18 @@ static fl_status imp_batch(void *user, fl_model *m, const float *neurons, const 
             const fl_tensor *R = fl_lrp_relevance_idx(c->lrp, c->ls->value[li]);
             if (!R) continue; /* not upstream of the logits: no relevance reaches it */
             double *acc = c->imp->layers[li].relevance;
-            int64_t C = R->shape[1], hw = R->size / ((int64_t)n * C);
+            fl_neuron_shape ns;
+            if (!fl_neuron_shape_of(R, &ns)) continue; /* (a layer set holds none such) */
+            int64_t C = ns.width, hw = ns.inner, T = ns.outer;
             for (int b = 0; b < n; b++) {
                 if (c->target[b] < 0) continue;
-                const float *r = R->data + (int64_t)b * C * hw;
-                for (int64_t ch = 0; ch < C; ch++) {
-                    double s = 0;
-                    for (int64_t k = 0; k < hw; k++) s += r[ch * hw + k];
-                    acc[ch] += s;
-                }
+                const float *r = R->data + (int64_t)b * T * C * hw;
+                for (int64_t t = 0; t < T; t++, r += C * hw) /* tokens: summed too */
+                    for (int64_t ch = 0; ch < C; ch++) {
+                        double s = 0;
+                        for (int64_t k = 0; k < hw; k++) s += r[ch * hw + k];
+                        acc[ch] += s;
+                    }
             }
         }
     }

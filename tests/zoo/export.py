@@ -37,6 +37,8 @@ from torchvision.models.convnext import CNBlock, CNBlockConfig, ConvNeXt
 from torchvision.models.swin_transformer import SwinTransformer
 from torchvision.models.vision_transformer import VisionTransformer
 
+import atomic
+
 OPSETS = (13, 17)
 BATCH = {13: 2, 17: 5}
 # torch's default export (eval mode, constant folding) folds every BatchNormalization that
@@ -166,10 +168,7 @@ def main(argv):
     jobs = [(nm, op, full, outdir) for nm in zoo if not names or nm in names for op in opsets]
     with multiprocessing.get_context("fork").Pool(2) as pool:
         lines = pool.starmap(job, jobs, chunksize=1)
-    tmp = os.path.join(outdir, "manifest.txt.tmp")
-    with open(tmp, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    os.replace(tmp, os.path.join(outdir, "manifest.txt"))
+    atomic.write_text(os.path.join(outdir, "manifest.txt"), lines)
 
 
 if __name__ == "__main__":

@@ -72,6 +72,11 @@ typedef struct fl_campaign_stats {
     int timeout_ms;          /* the per-case timeout in force (given, calibrated or resumed) */
     uint64_t hangs_known;    /* timeouts under the tight timeout with a known hang signature */
     uint64_t hang_confirms;  /* ... with a new one, run again with the whole timeout */
+    uint64_t execs_trim;     /* runs spent trimming queue entries (counted in execs too) */
+    uint64_t trim_bytes;     /* bytes the trim removed from queue entries, all together */
+    int trimmed;             /* queue entries the trim made shorter */
+    int auto_dict;           /* tokens in the automatic dictionary from the traces now */
+    uint64_t auto_dict_learnt; /* ... learnt this session, evicted ones included */
     char timeout_source[16]; /* "flag" (-T), "calibrated" (the seeds' dry run), "resumed" */
     double last_cov_time;    /* Unix time of the last entry kept (0: none this campaign) */
     double last_find_time;   /* Unix time of the last new finding (0: none) */
@@ -102,6 +107,9 @@ typedef struct fl_campaign_stats {
 #define FL_CAMPAIGN_LEN_FLOOR 4096
 #define FL_CAMPAIGN_LEN_CAP 8192
 
+/* The trim (AFL's trim_case): at most this many runs per queue entry by default. */
+#define FL_CAMPAIGN_TRIM_EXECS 48
+
 #define FL_CAMP_GIVEN_SCHEDULE 1u
 #define FL_CAMP_GIVEN_SEED 2u
 
@@ -126,6 +134,11 @@ typedef struct fl_campaign_opts {
                                 0: FL_CAMPAIGN_LEN_MULT x the longest seed within
                                 [FL_CAMPAIGN_LEN_FLOOR, FL_CAMPAIGN_LEN_CAP] (resumed: recorded) */
     int fresh;               /* one target process per case */
+    int trim_execs;          /* runs to trim a kept child while its coverage stays the same;
+                                0: FL_CAMPAIGN_TRIM_EXECS, -1: no trimming */
+    int auto_dict;           /* tokens of the automatic dictionary from the traces (mutate.h:
+                                fl_autodict, --auto-dict); 0 (the default): none. Off by
+                                default: on the example it made guidance worse (docs) */
     int mem_limit_mb;        /* RLIMIT_AS of the target; 0: none */
     const char *otlp_listen; /* OTLP/HTTP receiver address (--otlp-listen), may be NULL */
     const char *otlp_file;   /* OTLP JSON-lines file to follow (--otlp-file), may be NULL */
@@ -223,12 +236,13 @@ typedef struct fl_replay_result {
     char skipped_why[320]; /* ... "2 shrunk copies (*.min.json), 1 target logs (logs/)" or "" */
 } fl_replay_result;
 
-/* Re-run the cases under `path`: a file (any name), or a folder searched recursively for
- * *.json (out/failures, out/hangs, or out/ itself, whose queue/ and logs/ are skipped), or a
- * queue folder given itself (every entry id:...). What was left out is counted with reasons.
- * An empty selection is not an error here (n_cases 0); the CLI makes it one. */
-fl_status fl_replay_run(const char *path, const fl_replay_opts *o, fl_replay_result *r,
-                        fl_err *e);
+/* Re-run the cases under each of the n paths: a file (any name), or a folder searched
+ * recursively for *.json (out/failures, out/hangs, or out/ itself, whose queue/ and logs/ are
+ * skipped), or a queue folder given itself (every entry id:...), in the order given. What was
+ * left out is counted with reasons. An empty selection is not an error here (n_cases 0); the
+ * CLI makes it one. */
+fl_status fl_replay_run(const char *const *paths, int n, const fl_replay_opts *o,
+                        fl_replay_result *r, fl_err *e);
 
 /* ---- minimisation --------------------------------------------------------------------------- */
 typedef struct fl_min_opts {

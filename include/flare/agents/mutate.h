@@ -96,6 +96,36 @@ fl_status fl_mutate(const fl_mutator_ctx *m, fl_rng *rng, const fl_case *in,
 fl_status fl_mutate_ex(const fl_mutator_ctx *m, fl_rng *rng, const fl_case *in,
                        const fl_case *splice_with, int op, fl_case **out, fl_mutate_info *info);
 
+/* Tokens from outside the context, drawn like its dictionary's (the same operators, from
+ * the union): the campaign's automatic dictionary from the traces. */
+typedef struct fl_mutate_extra {
+    const char *const *tok;
+    int n;
+} fl_mutate_extra;
+/* fl_mutate_ex with extra tokens (x may be NULL). */
+fl_status fl_mutate_with(const fl_mutator_ctx *m, const fl_mutate_extra *x, fl_rng *rng,
+                         const fl_case *in, const fl_case *splice_with, int op, fl_case **out,
+                         fl_mutate_info *info);
+
+/* ---- the automatic dictionary from the traces (autodict.c) -------------------------------
+ * Words and values the agents wrote (messages, tool arguments and results, outputs) in the
+ * traces of kept cases: at most cap tokens (0: FL_AUTODICT_CAP), the newest replacing the
+ * oldest; none that occurs in the case's own turns or that m's dictionary holds. Not
+ * thread-safe: the caller serialises learn, snapshot and release; a snapshot is immutable and
+ * stays valid until released, however the dictionary moves on. */
+#define FL_AUTODICT_CAP 256
+typedef struct fl_autodict fl_autodict;
+fl_autodict *fl_autodict_new(int cap);
+void fl_autodict_free(fl_autodict *a);
+/* Learn from t, the trace of case c; returns the tokens added, -1 when out of memory. */
+int fl_autodict_learn(fl_autodict *a, const fl_mutator_ctx *m, const fl_trace *t,
+                      const fl_case *c);
+int fl_autodict_size(const fl_autodict *a);
+uint64_t fl_autodict_added(const fl_autodict *a); /* tokens learnt, evicted ones included */
+/* The current tokens (NULL when none, or out of memory); release it after mutating. */
+const fl_mutate_extra *fl_autodict_snapshot(fl_autodict *a);
+void fl_autodict_release(fl_autodict *a, const fl_mutate_extra *x);
+
 /* 1 when s[0..n) is valid UTF-8 (no overlong forms, surrogates or code points > U+10FFFF). */
 int fl_utf8_valid(const char *s, size_t n);
 

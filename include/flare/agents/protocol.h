@@ -32,6 +32,9 @@ fl_case *fl_case_copy(const fl_case *c);
 void fl_case_free(fl_case *c);
 /* The request line (without the trailing newline), malloc'd. */
 char *fl_case_to_json(const fl_case *c);
+/* The case as a file holds it (a queue entry, a saved failure): the request and the case's
+ * "expect", which the target never sees; fl_case_parse reads it back. malloc'd. */
+char *fl_case_to_file_json(const fl_case *c);
 /* Parse a request / saved case: {"turns":[...]} (id, seed, traceparent optional) or, when
  * the text is not a JSON object, a single-turn case holding the whole text. */
 fl_status fl_case_parse(const char *text, size_t len, const char *name, fl_case **out, fl_err *e);

@@ -94,6 +94,23 @@ void sig_set_free(sig_set *s) {
 }
 
 /* ---- bookkeeping -------------------------------------------------------------------------------- */
+double camp_ok_ms(const camp *cp) {
+    uint64_t above = 0; /* cases slower than bucket k */
+    for (int k = CAMP_OK_BUCKETS - 1; k >= 0; k--) {
+        above += cp->ok_hist[k];
+        if ((double)above > 0.01 * (double)cp->n_ok) return (double)(1ull << k) / 100;
+    }
+    return 0;
+}
+
+int camp_stopping(camp *cp) {
+    const fl_campaign_opts *o = cp->o;
+    if (cp->stop || (o->stop && *o->stop)) return cp->stop = 1;
+    if (o->max_execs && cp->reserved >= o->max_execs) return cp->stop = 1;
+    if (o->max_seconds > 0 && fl_now() - cp->t0 >= o->max_seconds) return cp->stop = 1;
+    return 0;
+}
+
 void camp_fail(camp *cp, const fl_err *e) {
     if (cp->err) return;
     cp->err = e->status ? e->status : FL_ERR_IO;
@@ -111,6 +128,8 @@ static void refresh_cov(camp *cp) {
     s->inter_cov = r.inter;
     s->intra_cov = r.intra;
     s->corpus_count = cp->q.n;
+    s->auto_dict = fl_autodict_size(cp->autod);
+    s->auto_dict_learnt = fl_autodict_added(cp->autod);
     s->corpus_found = cp->q.n - cp->q.n_seeds;
     if (r.has_spec && r.edges_total > 0 && r.edges_seen == r.edges_total && !s->execs_full_edges)
         s->execs_full_edges = s->execs;
@@ -165,7 +184,9 @@ void camp_periodic(camp *cp, int force) {
         refresh_cov(cp);
         camp_llm_stats(cp);
         camp_otlp_stats(cp);
-        if (od_write_stats(cp->o->out_dir, s, &cp->meta, &e)) camp_fail(cp, &e);
+        if (od_write_stats(cp->o->out_dir, s, &cp->meta, &e) ||
+            camp_edges_write(&cp->edges, cp->o->out_dir, &e))
+            camp_fail(cp, &e);
         od_plot_row(cp->plot, s);
         cp->last_stats = now;
     }
@@ -183,14 +204,18 @@ void camp_process(camp *cp, fl_case *c, const fl_trace *t, const camp_origin *or
     if (t->exit == FL_EXIT_CRASH) s->crashes++;
     if (t->exit == FL_EXIT_HANG) s->hangs++, s->hang_seconds += t->ms / 1000;
     s->case_seconds += t->ms / 1000;
-    if (t->exit == FL_EXIT_DONE && t->ms > cp->slowest_ok_ms) cp->slowest_ok_ms = t->ms;
+    if (t->exit == FL_EXIT_DONE) {
+        int k = 0;
+        while (k < CAMP_OK_BUCKETS - 1 && t->ms * 100 >= (double)(1ull << k)) k++;
+        cp->ok_hist[k]++, cp->n_ok++;
+    }
     uint64_t path = q_path_hash(t);
     q_hit(&cp->q, path);
     if (org->parent) q_child(&cp->q, org->parent, t->exit == FL_EXIT_CRASH || t->exit == FL_EXIT_HANG,
                                      t->exit == FL_EXIT_HANG ? Q_HANG_COST : 1);
 
     int n_new = 0, r = fl_agcov_commit(cp->cov, t, &n_new);
-    if (r < 0) {
+    if (r < 0 || camp_edges_count(&cp->edges, t, cp->spec) < 0) {
         fl_fail(&e, FL_ERR_NOMEM, "coverage: out of memory");
         camp_fail(cp, &e);
     }
@@ -225,6 +250,7 @@ void camp_process(camp *cp, fl_case *c, const fl_trace *t, const camp_origin *or
         int nf = fl_agcov_features(cp->cov, t, &fv);
         uint32_t *idx = nf > 0 ? malloc((size_t)nf * sizeof *idx) : NULL;
         for (int i = 0; idx && i < nf; i++) idx[i] = fv[i].index;
+        uint64_t sig = q_cov_sig(fv, nf > 0 ? nf : 0, t->exit);
         free(fv);
         q_entry *x = nf < 0 || (nf > 0 && !idx)
                          ? NULL
@@ -235,6 +261,13 @@ void camp_process(camp *cp, fl_case *c, const fl_trace *t, const camp_origin *or
             camp_fail(cp, &e);
             fl_case_free(c);
         } else {
+            x->cov_sig = sig;
+            /* the system's own words, from a case that added coverage (issue 15 §2) */
+            if (cp->autod && fl_autodict_learn(cp->autod, cp->mut, t, c) < 0)
+                fl_fail(&e, FL_ERR_NOMEM, "out of memory"), camp_fail(cp, &e);
+            /* kept children are trimmed when first picked; seeds are the user's, resumed
+             * entries were kept in an earlier session, a hang or crash costs too much */
+            x->trim = org->name || t->exit != FL_EXIT_DONE || cp->o->trim_execs < 0;
             if (org->name) snprintf(x->name, sizeof x->name, "%s", org->name);
             else if (org->other)
                 snprintf(x->name, sizeof x->name, "id:%06d,src:%06d+%06d,op:%s%s", x->id, src,
@@ -247,15 +280,10 @@ void camp_process(camp *cp, fl_case *c, const fl_trace *t, const camp_origin *or
                 s->last_cov_time = cp->wall0 + (fl_now() - cp->t0);
             }
             if (!org->name || org->write) {
-                char rel[300], p[4096];
+                char rel[300];
                 snprintf(rel, sizeof rel, "queue/%s", x->name);
                 snprintf(c->id, sizeof c->id, "%06d", x->id);
-                char *txt = fl_case_to_json(c);
-                if (!txt) fl_fail(&e, FL_ERR_NOMEM, "out of memory"), camp_fail(cp, &e);
-                else if (od_path(p, sizeof p, cp->o->out_dir, rel, &e) ||
-                         fl_file_write_atomic(p, txt, strlen(txt), &e))
-                    camp_fail(cp, &e);
-                free(txt);
+                if (od_write_case(cp->o->out_dir, rel, c, &e)) camp_fail(cp, &e);
             }
         }
     } else {

@@ -40,6 +40,9 @@ typedef struct od_meta {
     int jobs, fresh, timeout_ms;
     size_t max_len;
 } od_meta;
+/* Write case c to out_dir/rel atomically, as a case file: its request and its expect
+ * (fl_case_to_file_json; queue entries). */
+fl_status od_write_case(const char *out_dir, const char *rel, const fl_case *c, fl_err *e);
 /* Rewrite out/fuzzer_stats atomically. */
 fl_status od_write_stats(const char *out_dir, const fl_campaign_stats *s, const od_meta *m,
                          fl_err *e);
@@ -60,13 +63,16 @@ void od_plot_row(FILE *f, const fl_campaign_stats *s);
  * A failure file holds the request's members at the top level (so `flare agents run` and
  * fl_case_parse read it as a case) and the finding around it:
  *   {"id":..., "turns":[...], "seed":..., "kind":"loop", "mast":"FM-1.3", "signature":...,
- *    "message":..., "found":{"exec":N, "time":s, "queue_src":...}, "exit":..., "trace":{...}} */
+ *    "message":..., "event":N, "found":{"exec":N, "time":s, "queue_src":...}, "exit":...,
+ *    "trace":{...}} (event: the index in trace.events of the event that shows the finding) */
 typedef struct saved_case {
     char *path;
     fl_case *c;
     char *kind, *signature, *mast, *message, *spec; /* NULL when absent */
     double found_time;   /* "found": seconds into the campaign, exec number; -1 when absent */
     double found_exec;
+    int event;           /* the finding's event (index into trace's events); -1 when none */
+    fl_trace *trace;     /* the recorded trace ("trace": its events and how it ended), or NULL */
 } saved_case;
 fl_status saved_case_load(const char *path, saved_case *out, fl_err *e);
 void saved_case_free(saved_case *s);
@@ -76,7 +82,7 @@ void saved_case_list_free(char **paths, int n);
 /* What replay takes from path: a file named itself; in a folder (recursively) the *.json files,
  * but in a queue folder given itself every entry id:...; the rest is counted in skipped[] by
  * reason (saved_skip_name). Sorted by path. */
-enum { SAVED_SKIP_MIN, SAVED_SKIP_QUEUE, SAVED_SKIP_LOG, SAVED_SKIP_OTHER, SAVED_SKIP_COUNT_ };
+enum { SAVED_SKIP_MIN, SAVED_SKIP_QUEUE, SAVED_SKIP_LOG, SAVED_SKIP_OTHER, SAVED_SKIP_TWICE, SAVED_SKIP_COUNT_ };
 fl_status saved_case_select(const char *path, char ***paths, int *n, int skipped[SAVED_SKIP_COUNT_], fl_err *e);
 const char *saved_skip_name(int why);
 /* A failure file's text (malloc'd, NULL when out of memory): c's request members, then f
@@ -87,6 +93,19 @@ char *saved_case_json(const fl_case *c, const fl_trace *t, const struct fl_findi
                       const char *spec, const char *target, struct cJSON *found);
 /* argv as one line ("python3 agent.py --x"), cut to n. */
 void saved_argv_line(char *const *argv, char *buf, size_t n);
+
+/* ---- shrinking a case (shrink.c): `flare agents min` and the campaign's trim ------------------
+ * keep(ctx, c): 1 when the candidate c still passes (the removal is kept), 0 when not, -1 to
+ * stop (budget spent, flare failed: the caller records why). */
+typedef int (*camp_keep_fn)(void *ctx, const fl_case *c);
+typedef struct camp_shrink_opts {
+    int rounds;       /* passes over all levels while one shrinks something */
+    size_t char_max;  /* turns of at most this many bytes get a characters pass (0: none) */
+    int skip_json;    /* leave turns that are JSON objects or arrays alone */
+} camp_shrink_opts;
+/* Shrink c in place; FL_ERR_NOMEM is the only failure of its own. */
+fl_status camp_shrink(fl_case *c, const camp_shrink_opts *o, camp_keep_fn keep, void *ctx,
+                      fl_err *e);
 
 /* ---- the corpus and its power schedules (queue.c) -------------------------------------------
  *
@@ -110,10 +129,16 @@ typedef struct q_entry {
     uint64_t finds;      /* children that produced a new finding */
     uint64_t bad;        /* children that crashed or timed out (queue.c: hang-prone entries) */
     double child_ms;     /* their cost (q_child), all together */
+    double prior_n, prior_bad, prior_ms; /* the same, inherited from its parent as pseudo-
+                                            children (queue.c: hang-prone lineages) */
     uint32_t *feat;      /* coverage-map entries its trace touched (owned) */
     int n_feat;
     size_t cost;         /* bytes of its turns: the smaller, the better a representative */
     int favored;         /* in the current minimal cover of all features (AFL's favored) */
+    uint64_t cov_sig;    /* q_cov_sig of its trace: what a trimmed case must still give */
+    int trim;            /* 0: to be trimmed when first picked; 1: trimmed, trimming, or not
+                            to be (seeds, resumed entries, traces that did not end in done) */
+    fl_case *untrimmed;  /* the case before the trim (a worker may still be mutating it) */
 } q_entry;
 
 #define Q_PATH_BITS 16
@@ -151,6 +176,15 @@ q_entry *q_pick(q_queue *q, fl_rng *r, int *energy);
 /* Another entry for splicing (not `not`), or NULL when the queue has one entry. */
 q_entry *q_other(const q_queue *q, fl_rng *r, const q_entry *not_this);
 
+/* The coverage a trace gives, as one hash: its map entries and hit-count buckets (order
+ * ignored) and how it ended. A trimmed entry must give the same (AFL's trim compares the
+ * trace's checksum the same way). */
+struct fl_agfeature;
+uint64_t q_cov_sig(const struct fl_agfeature *fv, int nf, int exit);
+/* A cheaper case for x (its trim): x->c becomes c (taken), the old one is kept until q_free,
+ * and x becomes the top-rated entry where it is now the cheapest. */
+void q_retrim(q_queue *q, q_entry *x, fl_case *c);
+
 /* A hash of what a trace did (agents, edges, tools, choices, errors and how it ended, in
  * order; contents ignored): two traces with the same hash took the same path. */
 uint64_t q_path_hash(const fl_trace *t);
@@ -176,6 +210,26 @@ int sig_set_add(sig_set *s, const char *kind, const char *sig); /* 1 new, 0 know
 int sig_set_has(const sig_set *s, const char *kind, const char *sig);
 void sig_set_free(sig_set *s);
 
+#define CAMP_OK_BUCKETS 32
+/* Executions per inter-agent handoff, by name (edge_hits.c; edges.json in the output folder,
+ * for the report's agent graph). */
+typedef struct camp_edge {
+    char *from, *to;
+    uint64_t execs;  /* executions whose trace took it (once per execution) */
+    uint64_t stamp;  /* the last execution counted */
+} camp_edge;
+typedef struct camp_edges {
+    camp_edge *v;
+    int n, cap;
+    fl_index ix;     /* hash of (from, to) -> position in v */
+    uint64_t stamp;
+} camp_edges;
+/* Count t's edges (fl_agtrace_edges); -1 when out of memory. */
+int camp_edges_count(camp_edges *h, const fl_trace *t, const fl_spec *spec);
+fl_status camp_edges_write(const camp_edges *h, const char *out_dir, fl_err *e); /* edges.json */
+fl_status camp_edges_read(camp_edges *h, const char *path, fl_err *e);  /* adds its counts */
+void camp_edges_free(camp_edges *h);
+
 typedef struct camp {
     const fl_campaign_opts *o; /* &eff */
     fl_campaign_opts eff;    /* the caller's options, with a resumed campaign's record */
@@ -186,9 +240,11 @@ typedef struct camp {
     char *dict_abs, *lexicon_abs; /* realpaths of -x and --lexicon, recorded in fuzzer_stats */
     fl_agcov *cov;
     fl_mutator_ctx *mut;
+    fl_autodict *autod;      /* words of kept cases' traces (NULL: off), under mu */
     fl_oracle_opts oo;
     q_queue q;
     sig_set sigs;
+    camp_edges edges;        /* executions per handoff (edges.json) */
     pthread_mutex_t mu;
     fl_campaign_stats st;
     od_meta meta;
@@ -205,7 +261,9 @@ typedef struct camp {
     int timeout_ms;          /* in force: -T, the cap during a calibrating dry run, then the
                                 calibrated or resumed value (campaign_seeds.c) */
     double dry_slowest_ms;   /* slowest seed of the dry run that ended with done */
-    double slowest_ok_ms;    /* slowest case of the campaign that ended with done */
+    uint64_t ok_hist[CAMP_OK_BUCKETS]; /* cases that ended with done, by time: bucket k holds
+                                          times below 2^k x 10 us (camp_ok_ms) */
+    uint64_t n_ok;
     int stop;                /* 1: no new case starts */
     fl_status err;           /* the first failure of flare itself (output folder, memory) */
     fl_err errmsg;
@@ -247,6 +305,16 @@ fl_status camp_otlp_start(camp *cp, fl_err *e);
 void camp_otlp_stats(camp *cp);
 /* cp->eff from o and, resuming (`-i -`), the record in fuzzer_stats (campaign_resume.c). */
 fl_status camp_resume_opts(camp *cp, const fl_campaign_opts *o, fl_err *e);
+/* Under cp->mu: the time within which all but 1 % of the campaign's cases that ended with
+ * done ended (rounded up to a power of two times 10 us; 0 before the first). A percentile
+ * rather than the slowest: one case slowed down by the machine must not set the tight
+ * timeout of known hangs (campaign_run.c). */
+double camp_ok_ms(const camp *cp);
+/* Under cp->mu: should no new case start (a limit reached, stopped, failed)? */
+int camp_stopping(camp *cp);
+/* The campaign's trim (campaign_trim.c): called under cp->mu when x is first picked; runs
+ * without the lock on the worker's target t. */
+void camp_trim(camp *cp, q_entry *x, fl_target *t, fl_trace *tr, fl_rng *trace_rng);
 /* Record the first failure of flare itself and stop the campaign. */
 void camp_fail(camp *cp, const fl_err *e);
 /* Load the seeds of in_dir (or, resuming, the queue and the saved findings of out_dir) and

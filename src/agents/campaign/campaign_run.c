@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "agents/campaign/campaign_int.h"
 #include "flare/agents/http_target.h"
@@ -21,18 +22,9 @@ typedef struct worker {
     pthread_t th;
 } worker;
 
-/* Under cp->mu: should no new case start? */
-static int stopping(camp *cp) {
-    const fl_campaign_opts *o = cp->o;
-    if (cp->stop || (o->stop && *o->stop)) return cp->stop = 1;
-    if (o->max_execs && cp->reserved >= o->max_execs) return cp->stop = 1;
-    if (o->max_seconds > 0 && fl_now() - cp->t0 >= o->max_seconds) return cp->stop = 1;
-    return 0;
-}
-
 /* Known failures cost less. Once a hang is saved, cases run with a tighter timeout:
- * TIGHT_MULT x the slowest case of the campaign that ended normally (at least TIGHT_FLOOR ms,
- * at most the timeout). A case that times out under it and whose hang signature is not known
+ * TIGHT_MULT x the time within which 99 % of the campaign's normal cases ended (camp_ok_ms;
+ * at least TIGHT_FLOOR ms, at most the timeout). A case that times out under it and whose hang signature is not known
  * yet is run again with the whole timeout before it counts (AFL++ confirms hangs the same
  * way), so a slow case is not reported as a new hang; one with a known signature is the known
  * hang again, and costs the tight timeout only. Under cp->mu. */
@@ -40,7 +32,7 @@ static int stopping(camp *cp) {
 #define TIGHT_FLOOR 20
 static int tight_timeout(const camp *cp) {
     if (!cp->st.kind_count[FL_FIND_HANG]) return cp->timeout_ms;
-    int ms = (int)(TIGHT_MULT * cp->slowest_ok_ms) + 1;
+    int ms = (int)(TIGHT_MULT * camp_ok_ms(cp)) + 1;
     return ms < TIGHT_FLOOR ? TIGHT_FLOOR : ms > cp->timeout_ms ? cp->timeout_ms : ms;
 }
 
@@ -63,18 +55,18 @@ static void set_worker_timeout(worker *w, int ms) {
 
 /* One child of p: a single random operator half of the time (a clean name for the queue
  * file), else an AFL havoc stack ("havoc,rep:N"). */
-static fl_case *make_child(worker *w, const q_entry *p, const q_entry *other, char *op, size_t n) {
+static fl_case *make_child(worker *w, const fl_case *pc, const fl_case *sp,
+                           const fl_mutate_extra *x, char *op, size_t n) {
     camp *cp = w->cp;
     fl_case *child = NULL;
     fl_mutate_info info;
-    const fl_case *sp = other ? other->c : NULL;
     if (fl_rng_below(&w->rng, 2)) {
         for (int tries = 0; tries < 4 && !child; tries++) {
             int k = (int)fl_rng_below(&w->rng, (uint32_t)fl_mutate_op_count());
-            if (fl_mutate_ex(cp->mut, &w->rng, p->c, sp, k, &child, &info) != FL_OK) child = NULL;
+            if (fl_mutate_with(cp->mut, x, &w->rng, pc, sp, k, &child, &info) != FL_OK) child = NULL;
         }
     }
-    if (!child && fl_mutate_ex(cp->mut, &w->rng, p->c, sp, FL_MUTATE_HAVOC, &child, &info) != FL_OK)
+    if (!child && fl_mutate_with(cp->mut, x, &w->rng, pc, sp, FL_MUTATE_HAVOC, &child, &info) != FL_OK)
         return NULL;
     if (!strcmp(info.op_name, "havoc")) snprintf(op, n, "havoc,rep:%d", info.n_ops);
     else snprintf(op, n, "%s", info.op_name);
@@ -85,20 +77,27 @@ static void *work(void *arg) {
     worker *w = arg;
     camp *cp = w->cp;
     pthread_mutex_lock(&cp->mu);
-    while (!stopping(cp)) {
+    while (!camp_stopping(cp)) {
         int energy;
         q_entry *p = q_pick(&cp->q, &w->rng, &energy);
         if (!p) break;
-        for (int k = 0; k < energy && !stopping(cp); k++) {
+        if (!p->trim) { /* AFL trims an entry when it is first fuzzed */
+            set_worker_timeout(w, tight_timeout(cp));
+            camp_trim(cp, p, w->t, w->tr, &w->trace_rng);
+        }
+        for (int k = 0; k < energy && !camp_stopping(cp); k++) {
             uint64_t nexec = cp->execs0 + ++cp->reserved;
             const q_entry *other = q_other(&cp->q, &w->rng, p);
             fl_case *gen = camp_llm_next(cp, &w->rng); /* usually NULL (campaign_llm.c) */
             int tight = tight_timeout(cp);
+            /* read under the lock: another worker's trim may replace an entry's case */
+            const fl_case *pc = p->c, *sp = other ? other->c : NULL;
+            const fl_mutate_extra *words = gen ? NULL : fl_autodict_snapshot(cp->autod);
             pthread_mutex_unlock(&cp->mu);
             set_worker_timeout(w, tight);
 
             char op[64] = "llm";
-            fl_case *child = gen ? gen : make_child(w, p, other, op, sizeof op);
+            fl_case *child = gen ? gen : make_child(w, pc, sp, words, op, sizeof op);
             fl_status st = FL_OK;
             if (child) {
                 fl_case_new_trace(child, &w->trace_rng);
@@ -123,6 +122,7 @@ static void *work(void *arg) {
                 if (!st) st = fl_otlp_src_collect(cp->otlp, child, w->tr, &w->e); /* spans */
             }
             pthread_mutex_lock(&cp->mu);
+            if (words) fl_autodict_release(cp->autod, words);
             if (!child) {
                 fl_fail(&w->e, FL_ERR_NOMEM, "mutation: out of memory");
                 camp_fail(cp, &w->e);
@@ -181,6 +181,8 @@ static fl_status setup(camp *cp, const fl_campaign_opts *o, fl_err *e) {
     cp->st.max_len = cp->meta.max_len = mo.max_len;
     if ((st = fl_mutator_new(&mo, &cp->mut, e))) return st;
     if ((st = fl_mutator_add_spec_words(cp->mut, cp->spec, e))) return st; /* issue 15 §2 */
+    if (o->auto_dict > 0 && !(cp->autod = fl_autodict_new(o->auto_dict)))
+        return fl_fail(e, FL_ERR_NOMEM, "out of memory");
     if (o->dict_path && (st = fl_mutator_load_dict(cp->mut, o->dict_path, e))) return st;
     if (o->lexicon_path && (st = fl_mutator_load_lexicon(cp->mut, o->lexicon_path, e))) return st;
     /* recorded as absolute paths: a resumed campaign reuses them (campaign_resume.c) */
@@ -192,6 +194,10 @@ static fl_status setup(camp *cp, const fl_campaign_opts *o, fl_err *e) {
     if ((st = q_init(&cp->q, o->schedule, e))) return st;
     if ((st = camp_otlp_start(cp, e))) return st; /* a port in use fails before -o is made */
     if ((st = od_prepare(o->out_dir, !strcmp(o->in_dir, "-"), e))) return st;
+    char ep[4096]; /* resumed: the recorded handoff counts go on (a folder from before has none) */
+    if (resuming && !od_path(ep, sizeof ep, o->out_dir, "edges.json", NULL) && access(ep, F_OK) == 0 &&
+        (st = camp_edges_read(&cp->edges, ep, e)))
+        return st;
     if ((st = camp_llm_start(cp, e))) return st; /* its cache may live in -o */
     saved_argv_line(o->argv, cp->target_desc, sizeof cp->target_desc);
     if (o->http) snprintf(cp->target_desc, sizeof cp->target_desc, "%s", o->http->url);
@@ -293,7 +299,9 @@ fl_status fl_campaign_run(const fl_campaign_opts *o, fl_campaign_result *r, fl_e
     }
     q_free(&cp->q);
     sig_set_free(&cp->sigs);
+    camp_edges_free(&cp->edges);
     fl_mutator_free(cp->mut);
+    fl_autodict_free(cp->autod);
     fl_agcov_free(cp->cov);
     camp_llm_free(cp);
     fl_otlp_src_free(cp->otlp); /* after the targets: no case is collecting */

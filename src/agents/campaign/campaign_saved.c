@@ -8,7 +8,6 @@
 #include <sys/stat.h>
 
 #include "agents/campaign/campaign_int.h"
-#include "flare/agents/expect.h"
 #include "flare/agents/oracle.h"
 #include "flare/agents/protocol.h"
 
@@ -17,9 +16,45 @@ static char *str_member(const cJSON *j, const char *key) {
     return cJSON_IsString(v) ? strdup(v->valuestring) : NULL;
 }
 
+/* A failure file's "trace" ({"exit":..., "exit_status":..., "events":[...]}, as
+ * fl_trace_report_json writes it) back into a trace; none (or not an object): *out NULL. */
+static fl_status trace_member(const cJSON *tj, fl_trace **out, const char *path, fl_err *e) {
+    *out = NULL;
+    if (!cJSON_IsObject(tj)) return FL_OK;
+    fl_trace *t = fl_trace_new();
+    if (!t) return fl_fail(e, FL_ERR_NOMEM, "%s: out of memory", path);
+    const cJSON *ev, *evs = cJSON_GetObjectItemCaseSensitive(tj, "events");
+    int done = 0;
+    cJSON_ArrayForEach(ev, evs) {
+        const cJSON *tm = cJSON_GetObjectItemCaseSensitive(ev, "t_ms");
+        char *line = cJSON_PrintUnformatted(ev);
+        fl_status st = line ? fl_trace_feed_line(t, line, strlen(line), cJSON_IsNumber(tm) ? tm->valuedouble : 0, &done)
+                            : FL_ERR_NOMEM;
+        free(line);
+        if (st) {
+            fl_trace_free(t);
+            return fl_fail(e, FL_ERR_NOMEM, "%s: out of memory", path);
+        }
+    }
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(tj, "exit"), *s = cJSON_GetObjectItemCaseSensitive(tj, "exit_status"),
+                *ms = cJSON_GetObjectItemCaseSensitive(tj, "ms");
+    for (int k = FL_EXIT_DONE; cJSON_IsString(x) && k <= FL_EXIT_LIMIT; k++)
+        if (!strcmp(x->valuestring, fl_exit_kind_name((fl_exit_kind)k))) t->exit = (fl_exit_kind)k;
+    t->exit_status = cJSON_IsNumber(s) ? s->valueint : 0;
+    t->ms = cJSON_IsNumber(ms) ? ms->valuedouble : 0;
+    const cJSON *er = cJSON_GetObjectItemCaseSensitive(tj, "stderr");
+    if (cJSON_IsString(er) && fl_trace_stderr_add(t, er->valuestring, strlen(er->valuestring))) {
+        fl_trace_free(t);
+        return fl_fail(e, FL_ERR_NOMEM, "%s: out of memory", path);
+    }
+    *out = t;
+    return FL_OK;
+}
+
 fl_status saved_case_load(const char *path, saved_case *out, fl_err *e) {
     memset(out, 0, sizeof *out);
     out->found_time = out->found_exec = -1;
+    out->event = -1;
     uint8_t *buf;
     size_t len;
     fl_status st = fl_file_read(path, &buf, &len, e);
@@ -38,6 +73,9 @@ fl_status saved_case_load(const char *path, saved_case *out, fl_err *e) {
                         *x = cJSON_GetObjectItemCaseSensitive(f, "exec");
             out->found_time = cJSON_IsNumber(t) ? t->valuedouble : -1;
             out->found_exec = cJSON_IsNumber(x) ? x->valuedouble : -1;
+            const cJSON *ev = cJSON_GetObjectItemCaseSensitive(j, "event");
+            out->event = cJSON_IsNumber(ev) && ev->valuedouble >= 0 && ev->valuedouble < 1e9 ? (int)ev->valuedouble : -1;
+            st = trace_member(cJSON_GetObjectItemCaseSensitive(j, "trace"), &out->trace, path, e);
         }
         cJSON_Delete(j);
         if (!(out->path = strdup(path))) st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
@@ -49,6 +87,7 @@ fl_status saved_case_load(const char *path, saved_case *out, fl_err *e) {
 
 void saved_case_free(saved_case *s) {
     fl_case_free(s->c);
+    fl_trace_free(s->trace);
     free(s->path);
     free(s->kind);
     free(s->signature);
@@ -94,6 +133,7 @@ static int skip_reason(const char *rel, int in_queue) {
     const char *base = strrchr(rel, '/') ? strrchr(rel, '/') + 1 : rel;
     if (!strncmp(rel, "logs/", 5) || strstr(rel, "/logs/")) return SAVED_SKIP_LOG;
     if (ends_with(base, ".min.json")) return SAVED_SKIP_MIN;
+    if (!strcmp(rel, "edges.json")) return SAVED_SKIP_OTHER; /* a campaign's own file (edge_hits.c) */
     if (in_queue) return strncmp(base, "id:", 3) ? SAVED_SKIP_OTHER : -1;
     if (!strncmp(rel, "queue/", 6) || strstr(rel, "/queue/")) return SAVED_SKIP_QUEUE;
     return ends_with(base, ".json") ? -1 : SAVED_SKIP_OTHER;
@@ -134,7 +174,8 @@ fl_status saved_case_select(const char *path, char ***paths, int *n, int skipped
 const char *saved_skip_name(int why) {
     static const char *const names[SAVED_SKIP_COUNT_] = {
         "shrunk copies (*.min.json)", "the corpus (queue/: replay it by name)", "target logs (logs/)",
-        "not a case file (neither *.json nor a queue entry id:...)"};
+        "not a case file (neither *.json nor a queue entry id:...)",
+        "named twice (by two of the paths given)"};
     return why >= 0 && why < SAVED_SKIP_COUNT_ ? names[why] : "?";
 }
 
@@ -145,16 +186,16 @@ void saved_case_list_free(char **paths, int n) {
 
 char *saved_case_json(const fl_case *c, const fl_trace *t, const fl_finding *f,
                       const char *spec, const char *target, cJSON *found) {
-    char *req = fl_case_to_json(c), *res = t ? fl_trace_report_json(NULL, t) : NULL, *txt = NULL;
+    char *req = fl_case_to_file_json(c), *res = t ? fl_trace_report_json(NULL, t) : NULL, *txt = NULL;
     cJSON *j = req ? cJSON_Parse(req) : NULL;
     if (!j || (t && !res)) goto out;
-    if (c->expect) cJSON_AddItemToObject(j, "expect", fl_expect_json(c->expect)); /* never sent to the target */
     if (f) {
         cJSON_AddStringToObject(j, "kind", fl_finding_kind_name(f->kind));
         if (f->mast) cJSON_AddStringToObject(j, "mast", f->mast);
         else cJSON_AddNullToObject(j, "mast");
         cJSON_AddStringToObject(j, "signature", f->signature);
         cJSON_AddStringToObject(j, "key", f->key);
+        if (f->event >= 0) cJSON_AddNumberToObject(j, "event", f->event);
         char *msg = fl_utf8_dup(f->message, strlen(f->message));
         if (msg) cJSON_AddStringToObject(j, "message", msg);
         free(msg);

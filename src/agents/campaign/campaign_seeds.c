@@ -7,6 +7,7 @@
  * signature is already in failures/ or hangs/. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agents/campaign/campaign_int.h"
 
@@ -32,29 +33,98 @@ static fl_status run_entry(camp *cp, fl_target *t, fl_trace *tr, fl_rng *trace_r
     return st;
 }
 
-static fl_status parse_seed(const uint8_t *buf, size_t len, const char *path, void *c,
+/* Why buf is not a text seed, or NULL when it is one. A seed is a prompt: a file with a NUL
+ * byte, bytes that are not UTF-8 or control bytes other than tab, newline, carriage return and
+ * form feed is an image, an archive or a compiled file that landed in -i by mistake, and its
+ * bytes sent as a prompt would only test the target's input decoding. */
+static const char *binary_why(const uint8_t *buf, size_t len, char *why, size_t n) {
+    for (size_t i = 0; i < len; i++)
+        if (buf[i] < 0x20 && buf[i] != '\t' && buf[i] != '\n' && buf[i] != '\r' && buf[i] != '\f') {
+            snprintf(why, n, "%s byte 0x%02x at offset %zu", buf[i] ? "control" : "NUL", buf[i], i);
+            return why;
+        }
+    if (!fl_utf8_valid((const char *)buf, len)) return snprintf(why, n, "not UTF-8 text"), why;
+    return NULL;
+}
+
+typedef struct seed_read {
+    fl_case **c;
+    char binary[96]; /* set when the file was skipped as binary */
+} seed_read;
+
+static fl_status parse_seed(const uint8_t *buf, size_t len, const char *path, void *ctx,
                             fl_err *e) {
+    seed_read *r = ctx;
     if (len > MAX_SEED_BYTES)
         return fl_fail(e, FL_ERR_FORMAT, "%s: %zu bytes; seeds are at most %d bytes", path, len,
                        MAX_SEED_BYTES);
-    return fl_case_parse((const char *)buf, len, path, c, e);
+    if (binary_why(buf, len, r->binary, sizeof r->binary)) return FL_OK;
+    return fl_case_parse((const char *)buf, len, path, r->c, e);
 }
 
+/* A queue entry of a resumed campaign: flare wrote it, so binary bytes are damage. */
 static fl_status read_case(const char *path, fl_case **c, fl_err *e) {
-    return fl_file_parse(path, parse_seed, c, e);
+    seed_read r = {.c = c};
+    fl_status st = fl_file_parse(path, parse_seed, &r, e);
+    if (!st && r.binary[0]) st = fl_fail(e, FL_ERR_FORMAT, "%s: not a case file (%s)", path, r.binary);
+    return st;
 }
 
-/* Every seed file of in_dir, read and parsed: l lists them, (*cs)[i] is l.v[i]'s case. A
- * folder without seeds or with a bad one is an error; what was read is then still in l and
+/* 1 when path, a file found under in_dir, is in a campaign's output folder (one holding
+ * fuzzer_stats) without being one of its queue entries: -i pointed at an earlier campaign's
+ * out/ takes its corpus, never its logs, reports, findings or statistics. */
+static int in_campaign_not_queue(const char *in_dir, const char *path) {
+    char dir[4096], p[4200];
+    size_t top = strlen(in_dir);
+    snprintf(dir, sizeof dir, "%s", path);
+    for (char *slash; (slash = strrchr(dir, '/')) && (size_t)(slash - dir) >= top;) {
+        *slash = 0;
+        snprintf(p, sizeof p, "%s/fuzzer_stats", dir);
+        if (access(p, F_OK) != 0) continue;
+        size_t dl = strlen(dir);
+        const char *rest = path + dl + 1;
+        return strncmp(rest, "queue/id:", 9) != 0 || strchr(rest + 6, '/') != NULL;
+    }
+    return 0;
+}
+
+/* Every seed file of in_dir, read and parsed: l lists them, (*cs)[i] is l.v[i]'s case. Binary
+ * files and an earlier campaign's own files are left out, each kind said once with a count.
+ * (say 1: the setup's check, which runs first, says it; the run reads them again quietly).
+ * A folder without seeds or with a bad one is an error; what was read is then still in l and
  * *cs for the caller to free. */
-static fl_status read_seeds(const char *in_dir, camp_paths *l, fl_case ***cs, fl_err *e) {
-    fl_status st = camp_paths_list(in_dir, l, 8, NULL, e); /* AFL++ reads -i recursively */
+static fl_status read_seeds(const char *in_dir, int say, camp_paths *l, fl_case ***cs, fl_err *e) {
+    camp_paths all = {0};
+    fl_status st = camp_paths_list(in_dir, &all, 8, NULL, e); /* AFL++ reads -i recursively */
+    *cs = all.n ? calloc((size_t)all.n, sizeof **cs) : NULL;
+    if (!st && all.n && !*cs) st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    int n_binary = 0, n_campaign = 0;
+    for (int i = 0; !st && i < all.n; i++) {
+        if (in_campaign_not_queue(in_dir, all.v[i])) {
+            n_campaign++;
+            continue;
+        }
+        seed_read r = {.c = &(*cs)[l->n]};
+        if ((st = fl_file_parse(all.v[i], parse_seed, &r, e))) break;
+        if (r.binary[0]) {
+            if (n_binary++ < 3 && say) fl_log(1, "warning: -i: skipped %s: not a text seed (%s)\n", all.v[i], r.binary);
+            continue;
+        }
+        if (camp_paths_add(l, all.v[i]) < 0) {
+            fl_case_free((*cs)[l->n]), (*cs)[l->n] = NULL;
+            st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
+        }
+    }
+    if (n_binary > 3 && say) fl_log(1, "warning: -i: skipped %d binary files in all\n", n_binary);
+    if (n_campaign && say)
+        fl_log(1, "note: -i %s: %d file%s of a campaign's output folder left out (its logs, reports, "
+               "findings and statistics; only queue/id:* entries are seeds)\n", in_dir, n_campaign,
+               n_campaign == 1 ? "" : "s");
+    camp_paths_free(&all);
     if (!st && l->n == 0)
         st = fl_fail(e, FL_ERR_NOTFOUND, "%s: no seed files (text files with one instruction "
-                     "each, or JSON requests {\"turns\":[...]})", in_dir);
-    *cs = l->n ? calloc((size_t)l->n, sizeof **cs) : NULL;
-    if (!st && !*cs) st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
-    for (int i = 0; !st && i < l->n; i++) st = read_case(l->v[i], &(*cs)[i], e);
+                     "each, or JSON requests {\"turns\":[...]})%s", in_dir,
+                     n_binary ? "; the binary files there were skipped" : "");
     return st;
 }
 
@@ -67,7 +137,7 @@ static void free_seeds(camp_paths *l, fl_case **cs) {
 fl_status camp_seeds_check(const char *in_dir, size_t *longest, fl_err *e) {
     camp_paths l = {0};
     fl_case **cs = NULL;
-    fl_status st = read_seeds(in_dir, &l, &cs, e);
+    fl_status st = read_seeds(in_dir, 1, &l, &cs, e);
     *longest = 0;
     for (int i = 0; !st && i < l.n; i++) {
         size_t n = 0;
@@ -128,7 +198,7 @@ static fl_status load_seeds(camp *cp, fl_target *t, fl_trace *tr, fl_rng *trace_
     fl_case **cs = NULL;
     /* every seed is read before any runs (setup checked them before -o was made: the files may
      * have changed since) */
-    fl_status st = read_seeds(cp->o->in_dir, &l, &cs, e);
+    fl_status st = read_seeds(cp->o->in_dir, 0, &l, &cs, e);
     size_t skip = strlen(cp->o->in_dir) + 1;
     int n_bad = 0; /* seeds that crashed or timed out */
     for (int i = 0; !st && i < l.n; i++) {

@@ -98,6 +98,16 @@ static void kv_str(fl_sb *b, const char *key, const char *v) {
     fl_sb_printf(b, "\n");
 }
 
+fl_status od_write_case(const char *out_dir, const char *rel, const fl_case *c, fl_err *e) {
+    char p[4096];
+    char *txt = fl_case_to_file_json(c); /* with its expect: a resume keeps it */
+    if (!txt) return fl_fail(e, FL_ERR_NOMEM, "%s: out of memory", rel);
+    fl_status st = od_path(p, sizeof p, out_dir, rel, e);
+    if (!st) st = fl_file_write_atomic(p, txt, strlen(txt), e);
+    free(txt);
+    return st;
+}
+
 fl_status od_write_stats(const char *out_dir, const fl_campaign_stats *s, const od_meta *m,
                          fl_err *e) {
     fl_sb b = {0};
@@ -130,6 +140,11 @@ fl_status od_write_stats(const char *out_dir, const fl_campaign_stats *s, const 
     KV("hang_time", "%.3f", s->hang_seconds);
     KV("hangs_known", "%llu", (unsigned long long)s->hangs_known);
     KV("hang_confirms", "%llu", (unsigned long long)s->hang_confirms);
+    KV("execs_trim", "%llu", (unsigned long long)s->execs_trim);
+    KV("trim_bytes", "%llu", (unsigned long long)s->trim_bytes);
+    KV("trimmed", "%d", s->trimmed);
+    KV("auto_dict", "%d", s->auto_dict);
+    KV("auto_dict_learnt", "%llu", (unsigned long long)s->auto_dict_learnt);
     KV("hang_share", "%.2f%%", s->case_seconds > 0 ? 100 * s->hang_seconds / s->case_seconds : 0);
     KV("last_find", "%.0f", s->last_cov_time);
     KV("last_finding", "%.0f", s->last_find_time);

@@ -32,6 +32,8 @@
 #include "flare/agents/agcov.h"
 
 enum { Q_BASE_ENERGY = 8, Q_MIN_ENERGY = 2, Q_MAX_ENERGY = 64 };
+#define Q_BAD_MIN 8       /* children (real or inherited) before an entry's record counts */
+#define Q_BAD_FLOOR 0.05
 
 fl_status q_init(q_queue *q, fl_schedule s, fl_err *e) {
     memset(q, 0, sizeof *q);
@@ -46,6 +48,7 @@ fl_status q_init(q_queue *q, fl_schedule s, fl_err *e) {
 void q_free(q_queue *q) {
     for (int i = 0; i < q->n; i++) {
         fl_case_free(q->e[i]->c);
+        fl_case_free(q->e[i]->untrimmed);
         free(q->e[i]->feat);
         free(q->e[i]);
     }
@@ -79,6 +82,16 @@ q_entry *q_add(q_queue *q, fl_case *c, int src, int n_new, int new_features, uin
     x->c = c;
     x->src = src;
     x->depth = src >= 0 && src < q->n ? q->e[src]->depth + 1 : 0;
+    if (src >= 0 && src < q->n) { /* its parent's record, as up to Q_BAD_MIN pseudo-children */
+        const q_entry *p = q->e[src];
+        double n = (double)p->children + p->prior_n;
+        double k = n < Q_BAD_MIN ? n : Q_BAD_MIN;
+        if (n > 0) {
+            x->prior_n = k;
+            x->prior_bad = ((double)p->bad + p->prior_bad) / n * k;
+            x->prior_ms = (p->child_ms + p->prior_ms) / n * k;
+        }
+    }
     x->n_new = n_new;
     x->new_features = new_features;
     x->path = path;
@@ -93,6 +106,33 @@ q_entry *q_add(q_queue *q, fl_case *c, int src, int n_new, int new_features, uin
         if (!q->top[k] || x->cost < q->top[k]->cost) q->top[k] = x, q->dirty = 1;
     }
     return x;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+uint64_t q_cov_sig(const fl_agfeature *fv, int nf, int exit) {
+    uint64_t *k = nf > 0 ? malloc((size_t)nf * sizeof *k) : NULL;
+    uint64_t h = fl_aghash_u64(FL_AGHASH_INIT, (uint64_t)exit);
+    if (nf > 0 && !k) return 0; /* out of memory: no trim will match */
+    for (int i = 0; i < nf; i++) k[i] = (uint64_t)fv[i].index << 8 | fv[i].bucket;
+    if (nf > 0) qsort(k, (size_t)nf, sizeof *k, cmp_u64);
+    for (int i = 0; i < nf; i++) h = fl_aghash_u64(h, k[i]);
+    free(k);
+    return fl_aghash_final(h) | 1; /* never 0 */
+}
+
+void q_retrim(q_queue *q, q_entry *x, fl_case *c) {
+    x->untrimmed = x->c;
+    x->c = c;
+    x->cost = 0;
+    for (int i = 0; i < c->n_turns; i++) x->cost += strlen(c->turns[i]);
+    for (int i = 0; i < x->n_feat; i++) {
+        uint32_t k = x->feat[i] & (FL_AGCOV_MAP_SIZE - 1);
+        if (q->top[k] != x && x->cost < q->top[k]->cost) q->top[k] = x, q->dirty = 1;
+    }
 }
 
 /* The greedy minimal cover: AFL's cull_queue over the map entries in first-seen order. */
@@ -127,21 +167,26 @@ void q_child(q_queue *q, q_entry *parent, int bad, double cost) {
  * by the smaller of two ratios (at least Q_BAD_FLOOR, at most 1):
  *   - the campaign's crash/timeout rate over the entry's (+0.01 each: an average of 0 does
  *     not punish one unlucky child);
- *   - the campaign's mean cost per child over the entry's (AFL's perf_score does the same with
- *     execution time; a timeout counts Q_HANG_COST cases, a constant so that the campaign
- *     stays deterministic): each timeout costs a whole timeout of wall time, so an entry whose
- *     mutants hang is costly even when hangs are common in the campaign.
- * The finding such children lead to was saved the first time (its signature); the time
- * share this saves is in docs/agents-campaign.md ("Timeouts"). */
-#define Q_BAD_MIN 8
-#define Q_BAD_FLOOR 0.05
+ *   - the cost of a child that ends normally (1) over the entry's mean cost per child (AFL's
+ *     perf_score does the same with execution time; a timeout counts Q_HANG_COST cases, a
+ *     constant so that the campaign stays deterministic). The reference is a normal case, not
+ *     the campaign's mean: where most entries' mutants hang, the mean is itself mostly hangs
+ *     and a relative rule punishes nobody, while each timeout still costs Q_HANG_COST cases of
+ *     wall time. The score sets both how often an entry is picked and its energy, so the time
+ *     an entry gets falls about as 1 / its cost.
+ * A kept child starts with its parent's record as up to Q_BAD_MIN pseudo-children (a
+ * Bayesian prior): the mutants of a hang-prone entry's children hang as often as its own, and
+ * without the prior every new entry of such a lineage got full energy for its first
+ * Q_BAD_MIN children. The finding such children lead to was saved the first time (its
+ * signature); the time share this saves is in docs/agents-campaign.md ("Timeouts"). */
 static double bad_factor(const q_queue *q, const q_entry *x) {
-    if (x->children < Q_BAD_MIN || !q->children) return 1;
-    double rate = (double)x->bad / (double)x->children;
+    double n = (double)x->children + x->prior_n;
+    if (n < Q_BAD_MIN || !q->children) return 1;
+    double rate = ((double)x->bad + x->prior_bad) / n;
     double avg = (double)q->bad / (double)q->children;
     double f = rate > avg ? (avg + 0.01) / (rate + 0.01) : 1;
-    double ms = x->child_ms / (double)x->children, avg_ms = q->child_ms / (double)q->children;
-    if (ms > avg_ms && ms > 0) f = fmin(f, avg_ms / ms);
+    double cost = (x->child_ms + x->prior_ms) / n;
+    if (cost > 1) f = fmin(f, 1 / cost);
     return f < Q_BAD_FLOOR ? Q_BAD_FLOOR : f > 1 ? 1 : f;
 }
 

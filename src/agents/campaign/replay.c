@@ -125,11 +125,32 @@ static fl_status write_junit(const char *path, const rcase *rc, int n, const fl_
     return st;
 }
 
-fl_status fl_replay_run(const char *path, const fl_replay_opts *o, fl_replay_result *r,
-                        fl_err *e) {
+/* The cases under every path given, in order, with the skipped files counted by reason. */
+static fl_status select_all(const char *const *given, int n_given, camp_paths *l,
+                            int skipped[SAVED_SKIP_COUNT_], fl_err *e) {
+    memset(skipped, 0, SAVED_SKIP_COUNT_ * sizeof *skipped);
+    fl_status st = FL_OK;
+    for (int g = 0; !st && g < n_given; g++) {
+        char **v = NULL;
+        int n = 0, sk[SAVED_SKIP_COUNT_];
+        if ((st = saved_case_select(given[g], &v, &n, sk, e))) break;
+        for (int k = 0; k < SAVED_SKIP_COUNT_; k++) skipped[k] += sk[k];
+        for (int i = 0; !st && i < n; i++) {
+            int twice = 0; /* "out/failures out/failures/crash/x.json": run x once */
+            for (int j = 0; j < l->n && !twice; j++) twice = !strcmp(l->v[j], v[i]);
+            if (twice) skipped[SAVED_SKIP_TWICE]++;
+            else if (camp_paths_add(l, v[i]) < 0) st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
+        }
+        saved_case_list_free(v, n);
+    }
+    return st;
+}
+
+fl_status fl_replay_run(const char *const *given, int n_given, const fl_replay_opts *o,
+                        fl_replay_result *r, fl_err *e) {
     memset(r, 0, sizeof *r);
-    char **paths = NULL, *loaded = NULL;
-    int n = 0;
+    camp_paths sel = {0};
+    char *loaded = NULL;
     fl_spec *spec = NULL;
     fl_target *t = NULL;
     fl_trace *tr = fl_trace_new();
@@ -140,7 +161,9 @@ fl_status fl_replay_run(const char *path, const fl_replay_opts *o, fl_replay_res
     fl_rng trace_rng; /* new trace ids: a saved case's own was collected when it was found */
     fl_rng_seed(&trace_rng, (uint64_t)(t0 * 1e9));
     int skipped[SAVED_SKIP_COUNT_];
-    fl_status st = tr ? saved_case_select(path, &paths, &n, skipped, e) : fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    fl_status st = tr ? select_all(given, n_given, &sel, skipped, e) : fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    char **paths = sel.v;
+    int n = sel.n;
     for (int k = 0; !st && k < SAVED_SKIP_COUNT_; k++) {
         if (!skipped[k]) continue;
         size_t l = strlen(r->skipped_why);
@@ -205,6 +228,6 @@ fl_status fl_replay_run(const char *path, const fl_replay_opts *o, fl_replay_res
     free(loaded);
     for (int i = 0; rc && i < n; i++) free(rc[i].err);
     free(rc);
-    saved_case_list_free(paths, n);
+    camp_paths_free(&sel);
     return st;
 }

@@ -63,7 +63,7 @@ static void write_md(const rp_data *d, fl_sb *b) {
     }
     fl_sb_printf(b, "| # | kind | MAST | signature | found at exec | example input | case |\n"
                  "|---:|---|---|---|---:|---|---|\n");
-    static const rp_markup md = {"|", "\n", " ", " ", " |", "`", "`", 0, md_cell, md_link};
+    static const rp_markup md = {"|", "\n", " ", " ", " |", "`", "`", md_cell, md_link};
     rp_finding_rows(b, d, &md);
     for (int i = 0; i < d->n_find; i++) {
         const rp_finding *f = &d->find[i];

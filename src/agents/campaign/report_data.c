@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agents/campaign/report_int.h"
 
@@ -97,6 +98,8 @@ void rp_read_findings(rp_data *d) {
 
 void rp_free(rp_data *d) {
     od_kv_free(&d->stats);
+    camp_edges_free(&d->edges);
+    fl_spec_free(d->spec);
     free(d->rows);
     for (int i = 0; i < d->n_find; i++) saved_case_free(&d->find[i].s);
     free(d->find);
@@ -119,4 +122,11 @@ void rp_read(rp_data *d) {
         od_kv_read(path, &d->stats, NULL); /* a missing file gives an empty summary */
     read_plot(d);
     rp_read_findings(d);
+    fl_err e = {0};
+    if (od_path(path, sizeof path, d->out_dir, "edges.json", NULL) == FL_OK && access(path, F_OK) == 0 &&
+        camp_edges_read(&d->edges, path, &e))
+        memcpy(d->note, e.msg, sizeof d->note);
+    const char *spec = rp_stat(d, "spec");
+    if (*spec && strcmp(spec, "none") && fl_spec_load(spec, &d->spec, &e)) /* moved or deleted */
+        memcpy(d->note, e.msg, sizeof d->note);
 }

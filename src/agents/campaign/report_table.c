@@ -15,10 +15,6 @@ void rp_finding_rows(fl_sb *b, const rp_data *d, const rp_markup *m) {
         if (f->s.found_exec >= 0) fl_sb_printf(b, "%.0f", f->s.found_exec);
         fl_sb_printf(b, "%s%s", m->cell_close, m->cell_open);
         m->text(b, f->input);
-        if (m->message) {
-            fl_sb_printf(b, "%s%s", m->cell_close, m->cell_open);
-            m->text(b, f->s.message ? f->s.message : "");
-        }
         fl_sb_printf(b, "%s%s", m->cell_close, m->cell_open);
         m->link(b, f->rel);
         fl_sb_printf(b, "%s%s", m->cell_close, m->row_close);

@@ -177,3 +177,11 @@ int mt_dict_add_ident(mt_dict *d, const char *ident) {
     }
     return added;
 }
+
+const char *mt_dict_pick(const mt_env *env) {
+    const mt_dict *d = &env->m->dict;
+    int total = mt_dict_count(env);
+    if (total == 0) return NULL;
+    uint32_t k = fl_rng_below(env->r, (uint32_t)total);
+    return (int)k < d->n ? d->tok[k] : env->extra->tok[k - (uint32_t)d->n];
+}

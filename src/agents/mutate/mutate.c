@@ -186,6 +186,12 @@ static int pick_op(fl_rng *r, const fl_case *c, int have_other) {
 
 fl_status fl_mutate_ex(const fl_mutator_ctx *m, fl_rng *rng, const fl_case *in,
                        const fl_case *splice_with, int op, fl_case **out, fl_mutate_info *info) {
+    return fl_mutate_with(m, NULL, rng, in, splice_with, op, out, info);
+}
+
+fl_status fl_mutate_with(const fl_mutator_ctx *m, const fl_mutate_extra *x, fl_rng *rng,
+                         const fl_case *in, const fl_case *splice_with, int op, fl_case **out,
+                         fl_mutate_info *info) {
     *out = NULL;
     fl_mutate_info local;
     if (!info) info = &local;
@@ -204,7 +210,8 @@ fl_status fl_mutate_ex(const fl_mutator_ctx *m, fl_rng *rng, const fl_case *in,
     c->id[0] = 0;
     c->traceparent[0] = 0;
     clamp(&m->o, c);
-    mt_env env = {m, rng, c, splice_with && splice_with->n_turns > 0 ? splice_with : NULL, 0};
+    mt_env env = {m, rng, c, splice_with && splice_with->n_turns > 0 ? splice_with : NULL, 0,
+                  x && x->n > 0 ? x : NULL};
     int r;
     if (op >= 0) {
         r = apply(&env, op);

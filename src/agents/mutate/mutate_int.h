@@ -105,7 +105,14 @@ typedef struct mt_env {
     fl_case *c;
     const fl_case *other; /* splice partner or NULL */
     size_t budget;        /* bytes the turn being rewritten may grow to */
+    const fl_mutate_extra *extra; /* more tokens (the automatic dictionary), NULL: none */
 } mt_env;
+/* A token of the dictionary and the extra tokens together (uniformly), NULL when both are
+ * empty (dict.c). */
+const char *mt_dict_pick(const mt_env *env);
+static inline int mt_dict_count(const mt_env *env) {
+    return env->m->dict.n + (env->extra ? env->extra->n : 0);
+}
 
 /* A text operator rewrites one turn s[0..n) into o; returns 1 when it produced a change,
  * 0 when it does not apply to this text (o untouched). A case operator changes env->c and

@@ -67,10 +67,9 @@ static cJSON *make_value(mt_env *env, int type) {
     fl_rng *r = env->r;
     switch (type) {
     case 0: {
-        const mt_dict *d = &env->m->dict;
         const char *s;
         switch (fl_rng_below(r, 5)) {
-        case 0: s = d->n ? d->tok[fl_rng_below(r, (uint32_t)d->n)] : ""; break;
+        case 0: s = (s = mt_dict_pick(env)) ? s : ""; break;
         case 1: s = MT_PICKL(r, mt_inject_en); break;
         case 2: s = MT_PICKL(r, mt_extreme_num); break;
         case 3: s = MT_PICKL(r, mt_unicode_odd); break;

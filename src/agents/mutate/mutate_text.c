@@ -50,9 +50,8 @@ int mt_op_synonym(mt_env *env, const char *s, size_t n, fl_sb *o) {
 
 int mt_op_insert(mt_env *env, const char *s, size_t n, fl_sb *o) {
     fl_rng *r = env->r;
-    const mt_dict *d = &env->m->dict;
-    const char *tok = d->n && fl_rng_below(r, 4) ? d->tok[fl_rng_below(r, (uint32_t)d->n)]
-                                                 : MT_PICKL_LANG(env, s, n, mt_words_en, mt_words_zh);
+    const char *tok = mt_dict_count(env) && fl_rng_below(r, 4) ? mt_dict_pick(env) : NULL;
+    if (!tok) tok = MT_PICKL_LANG(env, s, n, mt_words_en, mt_words_zh);
     if (fl_rng_below(r, 4) == 0) { /* raw, at any character boundary, as AFL inserts tokens */
         size_t at = rand_boundary(r, s, n);
         fl_sb_put(o, s, at);

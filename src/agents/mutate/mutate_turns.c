@@ -70,10 +70,8 @@ int mt_op_turn_add(mt_env *env) {
         if (mt_apply_text(&sub, VARY[fl_rng_below(r, 4)]) < 0) return -1;
         return 1;
     }
-    const mt_dict *d = &env->m->dict;
-    const char *t = d->n && fl_rng_below(r, 4) == 0
-                        ? d->tok[fl_rng_below(r, (uint32_t)d->n)]
-                        : MT_PICKL_LANG(env, last, strlen(last), mt_followup_en, mt_followup_zh);
+    const char *t = mt_dict_count(env) && fl_rng_below(r, 4) == 0 ? mt_dict_pick(env) : NULL;
+    if (!t) t = MT_PICKL_LANG(env, last, strlen(last), mt_followup_en, mt_followup_zh);
     return mt_case_insert_turn(c, c->n_turns, strdup(t)) ? -1 : 1;
 }
 

@@ -146,7 +146,8 @@ static int add_str(cJSON *obj, const char *key, const char *s) {
     return 0;
 }
 
-char *fl_case_to_json(const fl_case *c) {
+/* The request object; with_expect adds the case's "expect" (a case file's, never sent). */
+static char *case_json(const fl_case *c, int with_expect) {
     cJSON *j = cJSON_CreateObject(), *turns = NULL;
     char seed[24], *out = NULL;
     if (!j || add_str(j, "id", c->id) < 0) goto done;
@@ -157,11 +158,21 @@ char *fl_case_to_json(const fl_case *c) {
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)c->seed);
     if (!cJSON_AddRawToObject(j, "seed", seed)) goto done;
     if (c->traceparent[0] && add_str(j, "traceparent", c->traceparent) < 0) goto done;
+    if (with_expect && c->expect) {
+        cJSON *x = fl_expect_json(c->expect);
+        if (!x || !cJSON_AddItemToObject(j, "expect", x)) {
+            cJSON_Delete(x);
+            goto done;
+        }
+    }
     out = cJSON_PrintUnformatted(j);
 done:
     cJSON_Delete(j);
     return out;
 }
+
+char *fl_case_to_json(const fl_case *c) { return case_json(c, 0); }
+char *fl_case_to_file_json(const fl_case *c) { return case_json(c, 1); }
 
 /* The seed member: a non-negative integer. cJSON reads numbers as doubles, so a seed is exact
  * up to 2^53 (the interoperable range of RFC 7493); flare draws its seeds below that. */

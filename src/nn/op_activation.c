@@ -9,6 +9,7 @@
 
 #include "flare/model.h"
 #include "nn/ops.h"
+#include "nn/vmath.h"
 
 typedef struct unary_state {
     float alpha, lo, hi, ratio; /* LeakyRelu alpha; Clip bounds; Dropout ratio */
@@ -56,6 +57,7 @@ typedef struct relu_job {
     int64_t size;
     int fresh; /* backward: write dx instead of adding to it */
     float alpha; /* LeakyRelu's slope */
+    float lo, hi; /* Clip's bounds */
 } relu_job;
 
 static void relu_fwd_range(void *ctx, int64_t lo, int64_t hi, int tid) {
@@ -147,10 +149,15 @@ static const fl_op op_leaky = {"LeakyRelu", leaky_init, unary_shape, leaky_forwa
                                unary_free};
 
 /* ---- Sigmoid, Tanh: derivatives from the output ------------------------------------------------ */
+static void sigmoid_fwd_range(void *ctx, int64_t lo, int64_t hi, int tid) {
+    const relu_job *J = ctx;
+    int64_t a = lo * RELU_BLOCK, b = hi * RELU_BLOCK < J->size ? hi * RELU_BLOCK : J->size;
+    fl_vec_sigmoid(J->x + a, J->out + a, b - a);
+}
 static void sigmoid_forward(fl_model *m, fl_node *n) {
     const fl_tensor *x = fl_in(m, n, 0);
-    float *y = fl_out(m, n, 0)->data;
-    for (int64_t i = 0; i < x->size; i++) y[i] = 1.0f / (1.0f + expf(-x->data[i]));
+    relu_job J = {.x = x->data, .out = fl_out(m, n, 0)->data, .size = x->size};
+    fl_parallel_for((x->size + RELU_BLOCK - 1) / RELU_BLOCK, sigmoid_fwd_range, &J);
 }
 static void sigmoid_backward(fl_model *m, fl_node *n) {
     fl_tensor *dx = fl_gin(m, n, 0);
@@ -222,11 +229,24 @@ static void clip_bounds(fl_model *m, fl_node *n, float *lo, float *hi) {
     *hi = thi ? thi->data[0] : s->hi;
 }
 
+/* Selects rather than fminf/fmaxf, which are calls that do not vectorise (MobileNetV2's 35
+ * ReLU6 took 40 % of its inference time); NaN stays NaN, as in torch.clamp. */
+static void clip_fwd_range(void *ctx, int64_t lo, int64_t hi, int tid) {
+    const relu_job *J = ctx;
+    const float *restrict x = J->x;
+    float *restrict y = J->out;
+    const float l = J->lo, h = J->hi;
+    int64_t a = lo * RELU_BLOCK, b = hi * RELU_BLOCK < J->size ? hi * RELU_BLOCK : J->size;
+    for (int64_t i = a; i < b; i++) {
+        float v = x[i] < l ? l : x[i];
+        y[i] = v > h ? h : v;
+    }
+}
 static void clip_forward(fl_model *m, fl_node *n) {
     const fl_tensor *x = fl_in(m, n, 0);
-    float lo, hi, *y = fl_out(m, n, 0)->data;
-    clip_bounds(m, n, &lo, &hi);
-    for (int64_t i = 0; i < x->size; i++) y[i] = fminf(fmaxf(x->data[i], lo), hi);
+    relu_job J = {.x = x->data, .out = fl_out(m, n, 0)->data, .size = x->size};
+    clip_bounds(m, n, &J.lo, &J.hi);
+    fl_parallel_for((x->size + RELU_BLOCK - 1) / RELU_BLOCK, clip_fwd_range, &J);
 }
 
 static void clip_backward(fl_model *m, fl_node *n) {

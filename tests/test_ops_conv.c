@@ -242,8 +242,9 @@ static void test_conv(void **state) {
         CONV(.c = 2, .m = 4, .group = 2, .kh = 2, .kw = 3, .auto_pad = "SAME_UPPER", .sh = 2, .sw = 2),
         CONV(.kh = 2, .kw = 2, .auto_pad = "SAME_LOWER", .bias = 1),
         CONV(.kh = 2, .kw = 3, .auto_pad = "VALID", .sh = 2, .sw = 1),
-        CONV(.kh = 1, .kw = 1, .bias = 1),                              /* direct (no im2col) */
-        CONV(.c = 4, .m = 2, .group = 2, .kh = 1, .kw = 1),             /* direct, grouped */
+        CONV(.kh = 1, .kw = 1, .bias = 1),             /* 1x1 of small images: im2col */
+        CONV(.h = 16, .w = 17, .kh = 1, .kw = 1, .bias = 1),            /* direct (no im2col) */
+        CONV(.c = 4, .m = 2, .group = 2, .h = 16, .w = 16, .kh = 1, .kw = 1), /* direct, grouped */
         CONV(.kh = 1, .kw = 1, .sh = 2, .sw = 2),                       /* 1x1 strided: im2col */
         CONV(.n = 1, .h = 3, .w = 4, .kh = 3, .kw = 4),        /* kernel == image */
         /* lowered, stride 1 without padding (36 taps: not the small direct path) */
@@ -268,7 +269,8 @@ static void test_convtranspose(void **state) {
         CONV(.sh = 2, .sw = 2, .osh = 10, .osw = 9),                    /* output_shape, cropped */
         CONV(.sh = 2, .sw = 2, .auto_pad = "SAME_UPPER"),
         CONV(.sh = 2, .sw = 2, .auto_pad = "SAME_LOWER", .bias = 1),
-        CONV(.kh = 1, .kw = 1, .bias = 1),                              /* direct */
+        CONV(.kh = 1, .kw = 1, .bias = 1),                              /* 1x1, small: col2im */
+        CONV(.h = 16, .w = 16, .kh = 1, .kw = 1, .bias = 1),            /* direct */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_conv(cases[i], 1);
 }

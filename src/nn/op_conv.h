@@ -80,6 +80,8 @@ typedef struct fl_lowered {
  * near the cache and not cost hundreds of MiB for a big batch. Chunks are also capped at
  * n / threads images so that every thread gets work. */
 extern size_t fl_conv_cols_budget;
+/* Columns (chunk images x output pixels) an inference chunk's GEMM aims for. */
+enum { FL_CONV_MIN_COLS = 256 };
 
 /* (Re)plan for a batch of n images: allocates cols/mat (planning time, never in a pass).
  * training: plan for forward + backward (see the chunk size in op_conv.c). */

@@ -239,6 +239,15 @@ static void test_conv(void **state) {
         CONV(.c = 3, .m = 3, .group = 3, .sh = 2, .sw = 1, .pt = 1, .pl = 1, .pb = 1, .pr = 1), /* depthwise */
         CONV(.c = 4, .m = 4, .group = 4, .sh = 2, .sw = 2, .pt = 1, .pl = 2, .pb = 0, .pr = 1, .bias = 1),
         CONV(.c = 2, .m = 2, .group = 2, .dh = 2, .dw = 2, .pt = 2, .pl = 2, .pb = 2, .pr = 2, .bias = 1),
+        /* depthwise as EfficientNet has it: 5x5 stride 2 (4 phases), and a 2x2 plane */
+        CONV(.c = 3, .m = 3, .group = 3, .h = 9, .w = 8, .kh = 5, .kw = 5, .sh = 2, .sw = 2,
+             .pt = 2, .pl = 2, .pb = 2, .pr = 2, .bias = 1),
+        CONV(.c = 2, .m = 2, .group = 2, .h = 2, .w = 2, .pt = 1, .pl = 1, .pb = 1, .pr = 1),
+        /* depthwise planes too large for the phase buffers: the row loops */
+        CONV(.n = 1, .c = 2, .m = 2, .group = 2, .h = 66, .w = 67, .pt = 1, .pl = 1, .pb = 1,
+             .pr = 1, .bias = 1),
+        CONV(.n = 1, .c = 2, .m = 2, .group = 2, .h = 95, .w = 90, .sh = 2, .sw = 2, .pt = 1,
+             .pl = 0, .pb = 1, .pr = 1),
         CONV(.c = 2, .m = 4, .group = 2, .kh = 2, .kw = 3, .auto_pad = "SAME_UPPER", .sh = 2, .sw = 2),
         CONV(.kh = 2, .kw = 2, .auto_pad = "SAME_LOWER", .bias = 1),
         CONV(.kh = 2, .kw = 3, .auto_pad = "VALID", .sh = 2, .sw = 1),

@@ -4,13 +4,17 @@
  *   lenet5_infer_b256  inference images/s, LeNet-5, batch 256
  *   conv_vs_sgemm      a large 3x3 convolution (forward) as a fraction of the throughput of a
  *                      bare cblas_sgemm with the same FLOP count (baseline: OpenBLAS itself,
- *                      with its own threads, as many as flare uses)
- * Usage: bench_nn [threads]   (default 2, the PyTorch baseline uses the same) */
+ *                      with its own threads, as many as flare uses); resnet18_*_vs_sgemm the
+ *                      same for ResNet-18's largest convolutions at 64x64, batch 32
+ *   zoo_NAME_b32       (bench_nn zoo) inference images/s of DIR/NAME.onnx, batch 32, 3x64x64
+ * Usage: bench_nn [threads]   (default 2, the PyTorch baseline uses the same)
+ *        bench_nn zoo DIR THREADS REPS NAME...   (models from bench/torch_bench.py export) */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "flare/onnx.h"
 #include "flare/train.h"
 
 
@@ -86,14 +90,54 @@ static double bench_infer(int batch, int steps) {
     return ips;
 }
 
-/* Conv 64->64, 3x3, pad 1, on [16,64,32,32]: the FLOPs of one sgemm M=64, K=576, N=16*1024. */
-static void bench_conv_vs_sgemm(double *conv_gflops, double *sgemm_gflops) {
-    enum { N = 16, C = 64, H = 32, W = 32, M = 64, K = C * 9, REPS = 10 };
+/* One convolution, forward, against a bare cblas_sgemm of its im2col product:
+ * M = m, K = c*k*k, N = n*oh*ow (the same FLOPs). */
+typedef struct conv_case {
+    int n, c, h, w, m, k, stride, pad;
+} conv_case;
+
+static int cmp_double(const void *a, const void *b);
+
+/* The median GFLOP/s of `reps` timed calls of f(ctx), after one untimed call. */
+static double median_gflops(void (*f)(void *), void *ctx, double flops, int reps) {
+    double v[16];
+    if (reps > 16) reps = 16;
+    f(ctx);
+    for (int i = 0; i < reps; i++) {
+        double t0 = fl_now();
+        f(ctx);
+        v[i] = flops / (fl_now() - t0) * 1e-9;
+    }
+    qsort(v, (size_t)reps, sizeof *v, cmp_double);
+    return v[reps / 2];
+}
+
+typedef struct conv_run {
+    fl_model *m;
+    fl_tensor *x;
+    int M, N, K;
+    float *A, *B, *C;
+} conv_run;
+
+static void run_conv(void *ctx) {
+    conv_run *r = ctx;
+    CHECK(fl_model_forward(r->m, r->x, &err));
+}
+
+/* cblas itself, not fl_sgemm (which would split the product over flare's own threads) */
+static void run_sgemm(void *ctx) {
+    conv_run *r = ctx;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r->M, r->N, r->K, 1, r->A, r->K, r->B,
+                r->N, 0, r->C, r->N);
+}
+
+static void bench_conv_vs_sgemm(const conv_case *cc, int reps, double *conv_gflops,
+                                double *sgemm_gflops) {
     fl_rng r;
     fl_rng_seed(&r, 3);
     fl_err e = {0};
     fl_model *m = fl_model_new();
-    int64_t xs[4] = {0, C, H, W}, ws[4] = {M, C, 3, 3}, bs[1] = {M};
+    int64_t xs[4] = {0, cc->c, cc->h, cc->w}, ws[4] = {cc->m, cc->c, cc->k, cc->k}, bs[1] = {cc->m};
     fl_tensor decl = {0}, w = {0}, b = {0};
     fl_tensor_set_shape(&decl, 4, xs);
     CHECK(fl_tensor_alloc(&w, 4, ws));
@@ -103,42 +147,81 @@ static void bench_conv_vs_sgemm(double *conv_gflops, double *sgemm_gflops) {
     in[0] = fl_model_add_value(m, "x", FL_VAL_INPUT, &decl, &e);
     in[1] = fl_model_add_value(m, "w", FL_VAL_PARAM, &w, &e);
     in[2] = fl_model_add_value(m, "b", FL_VAL_PARAM, &b, &e);
-    int64_t pads[4] = {1, 1, 1, 1};
-    fl_attr a = fl_attr_ints("pads", 4, pads);
-    int y = fl_model_add_op(m, "Conv", "conv", 3, in, 1, &a, &e);
+    int64_t pads[4] = {cc->pad, cc->pad, cc->pad, cc->pad}, st[2] = {cc->stride, cc->stride};
+    fl_attr a[2] = {fl_attr_ints("pads", 4, pads), fl_attr_ints("strides", 2, st)};
+    int y = fl_model_add_op(m, "Conv", "conv", 3, in, 2, a, &e);
     if (y < 0 || fl_model_set_io(m, 1, in, 1, &y, &e) != FL_OK || fl_model_finish(m, &e) != FL_OK) {
         fprintf(stderr, "bench_nn: conv model: %s\n", e.msg);
         exit(1);
     }
-    int64_t shp[4] = {N, C, H, W};
+    int64_t shp[4] = {cc->n, cc->c, cc->h, cc->w};
     fl_tensor x = {0};
     CHECK(fl_tensor_alloc(&x, 4, shp));
     for (int64_t i = 0; i < x.size; i++) x.data[i] = fl_rng_uniform(&r);
-    CHECK(fl_model_forward(m, &x, &err));
-    double t0 = fl_now();
-    for (int i = 0; i < REPS; i++) CHECK(fl_model_forward(m, &x, &err));
-    double flops = 2.0 * M * K * (double)N * H * W * REPS;
-    *conv_gflops = flops / (fl_now() - t0) * 1e-9;
+    int oh = (cc->h + 2 * cc->pad - cc->k) / cc->stride + 1;
+    int ow = (cc->w + 2 * cc->pad - cc->k) / cc->stride + 1;
+    conv_run R = {.m = m, .x = &x, .M = cc->m, .N = cc->n * oh * ow, .K = cc->c * cc->k * cc->k};
+    double flops = 2.0 * R.M * R.K * (double)R.N;
+    *conv_gflops = median_gflops(run_conv, &R, flops, reps);
 
     /* the baseline is OpenBLAS at its best: its own threads, as many as flare uses */
     openblas_set_num_threads(fl_threads_get());
-    float *A = fl_alloc(sizeof(float) * M * K), *B = fl_alloc(sizeof(float) * (size_t)K * N * H * W),
-          *Cm = fl_alloc(sizeof(float) * (size_t)M * N * H * W);
-    /* cblas itself, not fl_sgemm (which would split the product over flare's own threads) */
-    for (int i = 0; i <= REPS; i++) {
-        if (i == 1) t0 = fl_now();
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N * H * W, K, 1, A, K, B,
-                    N * H * W, 0, Cm, N * H * W);
-    }
-    *sgemm_gflops = flops / (fl_now() - t0) * 1e-9;
+    R.A = fl_alloc(sizeof(float) * (size_t)R.M * R.K);
+    R.B = fl_alloc(sizeof(float) * (size_t)R.K * R.N);
+    R.C = fl_alloc(sizeof(float) * (size_t)R.M * R.N);
+    *sgemm_gflops = median_gflops(run_sgemm, &R, flops, reps);
     openblas_set_num_threads(1);
-    fl_free(A);
-    fl_free(B);
-    fl_free(Cm);
+    fl_free(R.A);
+    fl_free(R.B);
+    fl_free(R.C);
     fl_tensor_free(&x);
     fl_tensor_free(&w);
     fl_tensor_free(&b);
     fl_model_free(m);
+}
+
+static void print_conv_vs_sgemm(const char *name, const conv_case *cc, int threads, int reps) {
+    double cg, sg;
+    bench_conv_vs_sgemm(cc, reps, &cg, &sg);
+    int oh = (cc->h + 2 * cc->pad - cc->k) / cc->stride + 1;
+    int ow = (cc->w + 2 * cc->pad - cc->k) / cc->stride + 1;
+    printf("{\"name\": \"%s\", \"threads\": %d, \"M\": %d, \"N\": %d, \"K\": %d, "
+           "\"conv_gflops\": %.2f, \"sgemm_gflops\": %.2f, \"ratio\": %.3f}\n",
+           name, threads, cc->m, cc->n * oh * ow, cc->c * cc->k * cc->k, cg, sg, cg / sg);
+    fflush(stdout);
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Inference images/s of DIR/NAME.onnx (exported by bench/torch_bench.py zoo), batch 32 of
+ * 3x64x64: the median of `reps` timed runs of `steps` forward passes, after one untimed pass
+ * (it plans the buffers). */
+static double bench_onnx(const char *dir, const char *name, int batch, int reps, int steps) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.onnx", dir, name);
+    fl_model *m;
+    CHECK(fl_onnx_load(path, &m, &err));
+    fl_rng r;
+    fl_rng_seed(&r, 4);
+    fl_tensor x = {0};
+    int64_t shp[4] = {batch, 3, 64, 64};
+    CHECK(fl_tensor_alloc(&x, 4, shp));
+    for (int64_t i = 0; i < x.size; i++) x.data[i] = fl_rng_normal(&r);
+    CHECK(fl_model_forward(m, &x, &err));
+    double v[16];
+    if (reps > 16) reps = 16;
+    for (int k = 0; k < reps; k++) {
+        double t0 = fl_now();
+        for (int s = 0; s < steps; s++) CHECK(fl_model_forward(m, &x, &err));
+        v[k] = (double)batch * steps / (fl_now() - t0);
+    }
+    qsort(v, (size_t)reps, sizeof *v, cmp_double);
+    fl_tensor_free(&x);
+    fl_model_free(m);
+    return v[reps / 2];
 }
 
 /* Best of three runs: on a shared machine the fastest run is the one least disturbed. */
@@ -151,7 +234,24 @@ static double best_of_3(double (*f)(int, int), int batch, int steps) {
     return best;
 }
 
+/* bench_nn zoo DIR THREADS REPS MODEL...: one line per model */
+static int main_zoo(int argc, char **argv) {
+    if (argc < 5) {
+        fprintf(stderr, "usage: bench_nn zoo DIR THREADS REPS MODEL...\n");
+        return 2;
+    }
+    int threads = atoi(argv[3]), reps = atoi(argv[4]);
+    fl_threads_set(threads);
+    for (int i = 5; i < argc; i++) {
+        printf("{\"name\": \"zoo_%s_b32\", \"threads\": %d, \"images_per_s\": %.1f}\n",
+               argv[i], threads, bench_onnx(argv[2], argv[i], 32, reps, 3));
+        fflush(stdout);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "zoo") == 0) return main_zoo(argc, argv);
     int threads = argc > 1 ? atoi(argv[1]) : 2;
     fl_threads_set(threads);
     printf("{\"name\": \"lenet5_train_b64\", \"threads\": %d, \"images_per_s\": %.1f}\n", threads,
@@ -160,9 +260,14 @@ int main(int argc, char **argv) {
     printf("{\"name\": \"lenet5_infer_b256\", \"threads\": %d, \"images_per_s\": %.1f}\n", threads,
            best_of_3(bench_infer, 256, 60));
     fflush(stdout);
-    double cg, sg;
-    bench_conv_vs_sgemm(&cg, &sg);
-    printf("{\"name\": \"conv_vs_sgemm\", \"threads\": %d, \"conv_gflops\": %.2f, "
-           "\"sgemm_gflops\": %.2f, \"ratio\": %.3f}\n", threads, cg, sg, cg / sg);
+    /* Conv 64->64, 3x3, pad 1, on [16,64,32,32] */
+    print_conv_vs_sgemm("conv_vs_sgemm", &(conv_case){16, 64, 32, 32, 64, 3, 1, 1}, threads, 9);
+    /* ResNet-18's largest convolutions at 64x64, batch 32: conv1 (7x7 stride 2, the most
+     * FLOPs: 9.6 M multiply-adds per image) and layer4's 3x3 512->512 on 2x2 (the largest
+     * weights; 9.4 M, as every 3x3 convolution of layers 1-4 but the first of each) */
+    print_conv_vs_sgemm("resnet18_conv1_vs_sgemm", &(conv_case){32, 3, 64, 64, 64, 7, 2, 3},
+                        threads, 9);
+    print_conv_vs_sgemm("resnet18_layer4_vs_sgemm", &(conv_case){32, 512, 2, 2, 512, 3, 1, 1},
+                        threads, 9);
     return 0;
 }

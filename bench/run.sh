@@ -27,6 +27,21 @@ else
   echo "(python3-torch not installed: no PyTorch baseline)"
 fi
 
+zoo_models="resnet18 mobilenet_v2 efficientnet_b0"
+if /usr/bin/python3 -c "import torch, torchvision" 2>/dev/null; then
+  echo "== torchvision zoo inference, batch 32 of 3x64x64 ($threads threads): $zoo_models, random weights, exported to ONNX now; flare and PyTorch alternated, ${BENCH_ZOO_ROUNDS:-3} rounds of medians of 5 runs =="
+  zoo=$build/bench/tmp/zoo
+  /usr/bin/python3 bench/torch_bench.py export "$zoo" $zoo_models
+  echo "{\"name\": \"zoo_load_before\", \"loadavg\": $(cut -d' ' -f1 /proc/loadavg)}" | tee -a "$res"
+  for round in $(seq "${BENCH_ZOO_ROUNDS:-3}"); do
+    "$build/bench/bench_nn" zoo "$zoo" "$threads" 5 $zoo_models | tee -a "$res"
+    /usr/bin/python3 bench/torch_bench.py zoo "$threads" 5 $zoo_models | sed 's/"name": "/"name": "torch_/' | tee -a "$res"
+  done
+  echo "{\"name\": \"zoo_load_after\", \"loadavg\": $(cut -d' ' -f1 /proc/loadavg)}" | tee -a "$res"
+else
+  echo "(python3-torch or python3-torchvision not installed: no zoo models to run)"
+fi
+
 echo "== coverage update cost vs the forward pass (LeNet-5, batch 256, 1 thread: CPU time) =="
 "$build/bench/bench_cover" 1 | tee -a "$res"
 
@@ -138,12 +153,15 @@ have_scipy=0; /usr/bin/python3 -c "import scipy" 2>/dev/null && have_scipy=1
 import json, sys
 r = {}
 floors = {}
+rounds = {}  # the zoo's alternated rounds: every one kept, the summary takes the median
 for line in open(sys.argv[1]):
     line = line.strip()
     if line.startswith("{"):
         d = json.loads(line)
         if d["name"].startswith("floor_"):  # measured before and after: keep both
             floors.setdefault(d["name"], []).append(d)
+        if "zoo_" in d["name"]:
+            rounds.setdefault(d["name"], []).append(d)
         r[d["name"]] = d
 have_torch, have_scipy, quick = sys.argv[2] == "1", sys.argv[3] == "1", sys.argv[4] == "1"
 def why(needs=None):
@@ -212,6 +230,29 @@ if g:
     info(what, f"{ratio*100:.0f}% ({g['cases_per_s']:.0f}/{g['floor_cases_per_s']:.0f}/s)")
 else:
     missing(what, "-", why())
+def median(v):
+    v = sorted(v)
+    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+for k in ("resnet18", "mobilenet_v2", "efficientnet_b0"):
+    f, t = rounds.get(f"zoo_{k}_b32"), rounds.get(f"torch_zoo_{k}_b32")
+    what = f"{k} b32 64x64: flare/PyTorch images/s"
+    if f and t:
+        fm = median([d["images_per_s"] for d in f])
+        tm = median([d["images_per_s"] for d in t])
+        row(what, f"{fm / tm:.2f}x ({fm:.0f}/{tm:.0f})", ">= 1.0x", fm >= tm)
+    else:
+        missing(what, ">= 1.0x", why() if f or t else
+                "python3-torch / python3-torchvision not installed (scripts/deps.sh bench)")
+lb, la = r.get("zoo_load_before"), r.get("zoo_load_after")
+if lb and la:
+    info("zoo: 1-minute load average before / after", f"{lb['loadavg']:.1f} / {la['loadavg']:.1f}")
+for k, what in (("resnet18_conv1_vs_sgemm", "ResNet-18 conv1 7x7/2 (most FLOPs) / bare sgemm"),
+                ("resnet18_layer4_vs_sgemm", "ResNet-18 layer4 3x3 512 (largest W) / bare sgemm")):
+    c = r.get(k)
+    if c:
+        row(what, f"{c['ratio']*100:.0f}%", ">= 70%", c["ratio"] >= 0.7)
+    else:
+        missing(what, ">= 70%", why())
 c = r.get("conv_vs_sgemm")
 what = "conv 64->64 3x3 [16,64,32,32] / bare sgemm"
 if c:

@@ -10,6 +10,7 @@
  * Forward and input gradient work on (image, channel) planes, which are independent. The
  * weight gradient is spread over channels (each thread sums its channels over all images),
  * so no per-thread shares are needed and the sums run in a fixed order. */
+#include <stddef.h>
 #include <string.h>
 
 #include "core/simd.h"
@@ -26,80 +27,74 @@ static void ox_range(const fl_conv2d_geom *g, int kj, int *lo, int *hi) {
     *hi = b < g->ow ? b : g->ow;
 }
 
-FL_HOT_CLONES
-static void plane_forward(const fl_conv2d_geom *g, const float *w, float b, const float *x,
-                          float *y) {
+/* The row loops of the three passes: every (output row oy, tap ki, kj) whose input row iy is
+ * inside the image, over the contiguous range of ox whose input column is too. One walk, its
+ * body picked by a constant `pass` once it is inlined into each pass below:
+ *   FWD  y[oy] += w[t] * x[iy]           (a = x, out = y; b: the bias each row starts from)
+ *   ADJ  dx[iy] += w[t] * dy[oy]         (a = dy, out = dx)
+ *   GRAD dw[t] += <dy[oy], x[iy]>        (a = dy, x = x, out = dw); returns the sum of dy */
+enum { FWD, ADJ, GRAD };
+
+static inline __attribute__((always_inline)) float
+plane_walk(int pass, const fl_conv2d_geom *g, const float *w, float b, const float *a,
+           const float *x, float *out) {
     const int sw = g->sw;
+    float db = 0;
     for (int oy = 0; oy < g->oh; oy++) {
-        float *yr = y + (size_t)oy * g->ow;
-        for (int ox = 0; ox < g->ow; ox++) yr[ox] = b;
+        const float *ar = a + (size_t)oy * g->ow; /* dy's row (ADJ, GRAD) */
+        float *yr = out + (size_t)oy * g->ow;     /* y's row (FWD) */
+        if (pass == FWD)
+            for (int ox = 0; ox < g->ow; ox++) yr[ox] = b;
+        if (pass == GRAD)
+            for (int ox = 0; ox < g->ow; ox++) db += ar[ox];
         for (int ki = 0; ki < g->kh; ki++) {
             int iy = oy * g->sh - g->pt + ki * g->dh;
             if (iy < 0 || iy >= g->h) continue;
-            const float *xr = x + (size_t)iy * g->w;
             for (int kj = 0; kj < g->kw; kj++) {
-                int lo, hi, off = kj * g->dw - g->pl;
+                int lo, hi, t = ki * g->kw + kj;
                 ox_range(g, kj, &lo, &hi);
-                const float wk = w[ki * g->kw + kj];
-                const float *xs = xr + off;
-                if (sw == 1)
-                    for (int ox = lo; ox < hi; ox++) yr[ox] += wk * xs[ox];
-                else
-                    for (int ox = lo; ox < hi; ox++) yr[ox] += wk * xs[ox * sw];
+                /* ox's input is at row index at + ox*sw: an index, not a pointer, because
+                 * at itself may lie before the row (left padding) */
+                ptrdiff_t at = (ptrdiff_t)iy * g->w + kj * g->dw - g->pl;
+                if (pass == FWD) {
+                    if (sw == 1)
+                        for (int ox = lo; ox < hi; ox++) yr[ox] += w[t] * a[at + ox];
+                    else
+                        for (int ox = lo; ox < hi; ox++) yr[ox] += w[t] * a[at + ox * sw];
+                } else if (pass == ADJ) {
+                    if (sw == 1)
+                        for (int ox = lo; ox < hi; ox++) out[at + ox] += w[t] * ar[ox];
+                    else
+                        for (int ox = lo; ox < hi; ox++) out[at + ox * sw] += w[t] * ar[ox];
+                } else {
+                    float s = 0;
+                    if (sw == 1)
+                        for (int ox = lo; ox < hi; ox++) s += ar[ox] * x[at + ox];
+                    else
+                        for (int ox = lo; ox < hi; ox++) s += ar[ox] * x[at + ox * sw];
+                    out[t] += s;
+                }
             }
         }
     }
+    return db;
+}
+
+FL_HOT_CLONES
+static void plane_forward(const fl_conv2d_geom *g, const float *w, float b, const float *x,
+                          float *y) {
+    plane_walk(FWD, g, w, b, x, NULL, y);
 }
 
 FL_HOT_CLONES
 static void plane_adjoint(const fl_conv2d_geom *g, const float *w, const float *dy, float *dx) {
-    const int sw = g->sw;
-    for (int oy = 0; oy < g->oh; oy++) {
-        const float *dr = dy + (size_t)oy * g->ow;
-        for (int ki = 0; ki < g->kh; ki++) {
-            int iy = oy * g->sh - g->pt + ki * g->dh;
-            if (iy < 0 || iy >= g->h) continue;
-            float *xr = dx + (size_t)iy * g->w;
-            for (int kj = 0; kj < g->kw; kj++) {
-                int lo, hi, off = kj * g->dw - g->pl;
-                ox_range(g, kj, &lo, &hi);
-                const float wk = w[ki * g->kw + kj];
-                float *xs = xr + off;
-                if (sw == 1)
-                    for (int ox = lo; ox < hi; ox++) xs[ox] += wk * dr[ox];
-                else
-                    for (int ox = lo; ox < hi; ox++) xs[ox * sw] += wk * dr[ox];
-            }
-        }
-    }
+    plane_walk(ADJ, g, w, 0, dy, NULL, dx);
 }
 
 /* dw[kh*kw] += the plane's weight gradient; returns the sum of dy (the bias gradient). */
 FL_HOT_CLONES
 static float plane_grad_w(const fl_conv2d_geom *g, const float *dy, const float *x, float *dw) {
-    const int sw = g->sw;
-    float db = 0;
-    for (int oy = 0; oy < g->oh; oy++) {
-        const float *dr = dy + (size_t)oy * g->ow;
-        for (int ox = 0; ox < g->ow; ox++) db += dr[ox];
-        for (int ki = 0; ki < g->kh; ki++) {
-            int iy = oy * g->sh - g->pt + ki * g->dh;
-            if (iy < 0 || iy >= g->h) continue;
-            const float *xr = x + (size_t)iy * g->w;
-            for (int kj = 0; kj < g->kw; kj++) {
-                int lo, hi, off = kj * g->dw - g->pl;
-                ox_range(g, kj, &lo, &hi);
-                const float *xs = xr + off;
-                float s = 0;
-                if (sw == 1)
-                    for (int ox = lo; ox < hi; ox++) s += dr[ox] * xs[ox];
-                else
-                    for (int ox = lo; ox < hi; ox++) s += dr[ox] * xs[ox * sw];
-                dw[ki * g->kw + kj] += s;
-            }
-        }
-    }
-    return db;
+    return plane_walk(GRAD, g, NULL, 0, dy, x, dw);
 }
 
 /* ---- forward of small planes ------------------------------------------------------------------

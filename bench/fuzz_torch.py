@@ -21,8 +21,9 @@ threads, k, seeds_used, seeds_dropped, forward_cover_s / forward_cover_share (ba
 with hooks + coverage update), mutate_s (Mutate() calls), setup_s (load, profile, dry run).
 
 What it mirrors (DeepHunter, Xie et al. ISSTA 2019, as NeuraL-Coverage's fuzz.py runs it):
-  - queue of seeds, prob selection: priority 1 - B_c/gamma, p_min once B_c >= (1-p_min)*gamma,
-    gamma 5, p_min 0.01; B_c counts how often an entry was picked;
+  - queue of seeds, prob selection over batches (a seed, or the mutants one round kept):
+    priority 1 - B_c/gamma, p_min once B_c >= (1-p_min)*gamma, gamma 5, p_min 0.01; B_c counts
+    how often the batch was picked; then one of the batch's entries uniformly (as flare);
   - per pick ceil(K * left / budget) mutants, 1..K (DeepHunter's power schedule, as flare's:
     budget = beta*255*size, left = budget - sum |I - I0|; `--power k`: always K, as NLC's
     schedule with one seed per iteration gives), each from Mutate(I): up to TRY_NUM 50 tries
@@ -419,10 +420,11 @@ def main():
     q_aff = [False] * len(good)
     q_lab = [int(labels[i]) for i in good]
     q_root = list(range(len(good)))
-    bc = np.zeros(16, np.float64)
+    # batches: [first entry, entries]; B_c per batch
+    b_first = list(range(len(good)))
+    b_len = [1] * len(good)
+    bc = np.zeros(max(16, 2 * len(good)), np.float64)
     bc_n = len(good)
-    if bc_n > len(bc):
-        bc = np.zeros(2 * bc_n)
     found = set()
     execs = fails = 0
     t_fc = t_mut = 0.0
@@ -434,8 +436,9 @@ def main():
             # prob selection
             b = bc[:bc_n]
             pr = np.where(b < (1 - P_MIN) * GAMMA, 1 - b / GAMMA, P_MIN)
-            c = int(rs.choice(bc_n, p=pr / pr.sum()))
-            bc[c] += 1
+            cb = int(rs.choice(bc_n, p=pr / pr.sum()))
+            bc[cb] += 1
+            c = b_first[cb] + (int(rs.integers(b_len[cb])) if b_len[cb] > 1 else 0)
             # DeepHunter's power schedule, as flare's: ceil(K * left / budget), 1..K, where
             # budget = beta * 255 * size and left = budget - sum |I - I0|
             tm = time.perf_counter()
@@ -463,22 +466,26 @@ def main():
             for j in np.nonzero(bad)[0]:
                 fails += 1
                 found.add((q_lab[c], int(pred[j]), q_root[c]))
-            for j in np.nonzero(added & ~bad)[0]:
+            keep = np.nonzero(added & ~bad)[0]
+            if len(keep):  # one new batch
+                b_first.append(len(q_img))
+                b_len.append(len(keep))
+                if bc_n == len(bc):
+                    bc = np.concatenate([bc, np.zeros(len(bc))])
+                bc_n += 1
+            for j in keep:
                 img, ref, aff, _ = muts[j]
                 q_img.append(img)
                 q_ref.append(ref)
                 q_aff.append(aff)
                 q_lab.append(q_lab[c])
                 q_root.append(q_root[c])
-                if bc_n == len(bc):
-                    bc = np.concatenate([bc, np.zeros(len(bc))])
-                bc_n += 1
     secs = time.perf_counter() - t0
     crit_name = a.criterion.partition(":")[0]
     print(json.dumps({
         "name": f"fuzz_deephunter_{crit_name}", "criterion": a.criterion, "execs": execs,
         "seconds": round(secs, 4), "mutants_per_s": round(execs / secs, 1) if secs else 0.0,
-        "corpus": bc_n, "covered": cover.count(), "total": cover.total,
+        "corpus": len(q_img), "covered": cover.count(), "total": cover.total,
         "coverage": round(cover.count() / cover.total, 6), "failures": len(found),
         "failures_total": fails, "threads": a.threads, "k": a.k, "seeds_used": len(good),
         "seeds_dropped": len(pix) - len(good), "pick": a.pick, "power": a.power, "forward_cover_s": round(t_fc, 4),

@@ -101,6 +101,28 @@ static void test_deterministic(void **state) {
     fl_threads_set(0);
 }
 
+/* The recorded batch of queue entries 0 .. n-1 of campaign out (-1: none recorded). */
+static void queue_batches(const char *out, int64_t n, int64_t *batch) {
+    char q[300];
+    snprintf(q, sizeof q, "%s/queue", out);
+    for (int64_t i = 0; i < n; i++) batch[i] = -2;
+    DIR *d = opendir(q);
+    assert_non_null(d);
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        long long id;
+        if (!strstr(de->d_name, ".json") || sscanf(de->d_name, "id:%lld", &id) != 1 || id >= n) continue;
+        char p[600];
+        snprintf(p, sizeof p, "%s/%s", q, de->d_name);
+        cJSON *j = fz_json_read(p, NULL);
+        assert_non_null(j);
+        const cJSON *b = cJSON_GetObjectItem(j, "batch");
+        batch[id] = cJSON_IsNumber(b) ? (int64_t)b->valuedouble : -1;
+        cJSON_Delete(j);
+    }
+    closedir(d);
+}
+
 static void test_resume(void **state) {
     fx *f = *state;
     fl_fuzz_opts o;
@@ -121,6 +143,19 @@ static void test_resume(void **state) {
     char v[32];
     fl_fuzz_stats_get(out, "session", v, sizeof v);
     assert_string_equal(v, "2");
+    /* the batches (prob selection's elements): a seed each, then one per round that kept
+     * something, numbered on from the rebuilt queue's after the resume */
+    int64_t *b = malloc(sizeof *b * (size_t)r2.last.corpus);
+    queue_batches(out, r2.last.corpus, b);
+    for (int i = 0; i < 24; i++) assert_int_equal(b[i], i);
+    int grouped = 0;
+    for (int64_t i = 1; i < r2.last.corpus; i++) {
+        assert_true(b[i] == b[i - 1] || b[i] == b[i - 1] + 1);
+        grouped += b[i] == b[i - 1];
+    }
+    assert_true(grouped > 0); /* some round kept more than one mutant */
+    assert_true(r2.last.corpus > r1.last.corpus); /* the resumed session added batches too */
+    free(b);
     /* a different criterion is not the same campaign */
     o.criterion = "tknc:2";
     assert_int_equal(fl_fuzz_run(&o, &r2, &e), FL_ERR_ARG);
@@ -344,12 +379,73 @@ static void test_novelty_exact(void **state) {
     fz_novelty_free(&nv);
 }
 
+/* A queue of n_seeds seeds (a batch each) and then batches of the given sizes, prob selection
+ * with NeuraL-Coverage's gamma 5, p_min 0.01. The entries carry no pixels: only the queue. */
+static void batch_queue(fz_queue *q, int n_seeds, const int *sizes, int n_sizes) {
+    assert_int_equal(fz_queue_init(q, FL_QSEL_PROB, 5, 0.01, NULL), FL_OK);
+    for (int i = 0; i < n_seeds; i++) {
+        fz_entry x = {.src = -1, .root = q->n};
+        assert_int_equal(fz_queue_add(q, &x, NULL), FL_OK);
+        fz_queue_seal(q);
+    }
+    q->n_seeds = n_seeds;
+    for (int b = 0; b < n_sizes; b++, fz_queue_seal(q))
+        for (int i = 0; i < sizes[b]; i++) {
+            fz_entry x = {.src = b, .root = b};
+            assert_int_equal(fz_queue_add(q, &x, NULL), FL_OK);
+        }
+}
+
+/* prob selection's priority is DeepHunter's per batch: a round that kept 100 mutants adds one
+ * element to choose from, not 100 (with per-entry priorities the seeds were starved). */
+static void test_queue_batches(void **state) {
+    (void)state;
+    static const int sizes[] = {100, 1};
+    fz_queue q;
+    batch_queue(&q, 4, sizes, 2);
+    assert_int_equal(q.n, 105);
+    assert_int_equal(q.n_b, 6);
+    for (int i = 0; i < 4; i++) assert_int_equal(q.e[i].batch, i);
+    for (int i = 4; i < 104; i++) assert_int_equal(q.e[i].batch, 4);
+    assert_int_equal(q.e[104].batch, 5);
+    assert_int_equal(q.b[4].first, 4);
+    assert_int_equal(q.b[4].n, 100);
+    fz_queue_free(&q);
+
+    /* the first pick: 6 batches of priority 1, 4 of them seeds (per entry it would be 4/105) */
+    int on_seed = 0;
+    for (int t = 0; t < 3000; t++) {
+        fl_rng r;
+        fl_rng_seed(&r, (uint64_t)t + 1);
+        batch_queue(&q, 4, sizes, 2);
+        on_seed += fz_queue_pick(&q, &r, 0) < 4;
+        fz_queue_free(&q);
+    }
+    assert_true(on_seed > 0.62 * 3000 && on_seed < 0.71 * 3000);
+
+    /* many picks: one seed against a batch of 100; both decay to p_min, so they share the picks
+     * about evenly; B_c is counted per batch, and it is the sum of its entries' picks */
+    fl_rng r;
+    fl_rng_seed(&r, 7);
+    batch_queue(&q, 1, sizes, 1);
+    int seed_picks = 0;
+    for (int t = 0; t < 1000; t++) seed_picks += fz_queue_pick(&q, &r, 0) == 0;
+    assert_true(seed_picks > 350 && seed_picks < 650);
+    assert_int_equal(q.b[0].fuzzed, seed_picks);
+    int64_t in_batch = 0;
+    for (int i = 1; i < 101; i++) in_batch += q.e[i].fuzzed;
+    assert_int_equal(q.b[1].fuzzed, in_batch);
+    assert_int_equal(in_batch + seed_picks, 1000);
+    fz_queue_free(&q);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_campaign_folder),    cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_resume),             cmocka_unit_test(test_bad_input_leaves_nothing),
         cmocka_unit_test(test_disagreement),       cmocka_unit_test(test_tensorfuzz_bound),
         cmocka_unit_test(test_random_keeps_nothing), cmocka_unit_test(test_novelty_exact), cmocka_unit_test(test_retrain),
+        cmocka_unit_test(test_queue_batches),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

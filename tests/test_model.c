@@ -216,11 +216,53 @@ static void test_activation_grads(void **state) {
     }
 }
 
+/* Batch sizes that change from pass to pass (a fuzzing round's): a smaller batch reuses the
+ * buffers of a larger one, a larger one gets new ones, and every pass computes exactly what a
+ * fresh model computes for that batch, gradients included. */
+static void test_batch_size_changes(void **state) {
+    fl_err e = {0};
+    fl_model *m = small_model(), *fresh = small_model();
+    static const int64_t sizes[] = {6, 2, 5, 9, 1, 9};
+    const float *big_out = NULL;
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        int64_t shp[2] = {sizes[k], 4};
+        fl_tensor x = tu_tensor(2, shp, NULL, 0, 0), ones = tu_tensor(2, shp, NULL, 0, 0);
+        for (int64_t i = 0; i < x.size; i++) {
+            x.data[i] = (float)((i * 7 + (int64_t)k) % 11) / 3.0f - 1.5f;
+            ones.data[i] = 1;
+        }
+        assert_int_equal(fl_model_forward(m, &x, &e), FL_OK);
+        const char *names[1] = {"sig_output_0"};
+        assert_int_equal(fl_model_backward(m, 1, names, &ones, &e), FL_OK);
+        fl_model_free(fresh);
+        fresh = small_model();
+        assert_int_equal(fl_model_forward(fresh, &x, &e), FL_OK);
+        assert_int_equal(fl_model_backward(fresh, 1, names, &ones, &e), FL_OK);
+        for (int o = 0; o < 2; o++) {
+            const fl_tensor *y = fl_model_output(m, o), *y0 = fl_model_output(fresh, o);
+            assert_int_equal(y->shape[0], sizes[k]);
+            assert_int_equal(y->size, y0->size);
+            assert_memory_equal(y->data, y0->data, sizeof(float) * (size_t)y->size);
+        }
+        const fl_tensor *dx = fl_model_grad(m, "x"), *dx0 = fl_model_grad(fresh, "x");
+        assert_int_equal(dx->size, x.size);
+        assert_memory_equal(dx->data, dx0->data, sizeof(float) * (size_t)dx->size);
+        /* 6 then 2 and 5: the first buffer; 9 needs a new one, kept for 1 and 9 */
+        if (k == 0 || k == 3) big_out = fl_model_output(m, 0)->data;
+        else assert_ptr_equal(fl_model_output(m, 0)->data, big_out);
+        fl_tensor_free(&x);
+        fl_tensor_free(&ones);
+    }
+    fl_model_free(fresh);
+    fl_model_free(m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_forward_and_taps), cmocka_unit_test(test_backward_seeds),
         cmocka_unit_test(test_bad_inputs), cmocka_unit_test(test_find_nonfinite),       cmocka_unit_test(test_build_errors),
         cmocka_unit_test(test_activation_grads), cmocka_unit_test(test_fanout_grads),
+        cmocka_unit_test(test_batch_size_changes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -40,6 +40,10 @@ typedef struct fl_value {
     int producer;   /* index of the node that writes it, -1 for inputs and initializers */
     fl_tensor t;    /* value (activations: valid after forward) */
     fl_tensor g;    /* gradient, same shape; g.data == NULL while no gradient is wanted */
+    /* what run.c allocated for t and g (values): a smaller shape reuses the buffer, so a
+     * fuzzing round's changing batch size does not free and allocate every activation */
+    int64_t t_cap, g_cap;
+    const float *t_buf, *g_buf;
     int decl_ndim;  /* inputs: declared shape; entries <= 0 are free (batch, symbolic dims) */
     int64_t decl_shape[FL_MAX_DIMS];
 } fl_value;

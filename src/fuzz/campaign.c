@@ -208,6 +208,7 @@ static fl_status load_seeds(fz_campaign *cp, fl_fuzz_result *r, fl_err *e) {
                 free(ent.px);
                 free(ent.ops);
             }
+            fz_queue_seal(&cp->q); /* every seed is a batch of its own */
         }
     }
     fl_tensor_free(&x);
@@ -318,6 +319,7 @@ fl_status fl_fuzz_run(const fl_fuzz_opts *o, fl_fuzz_result *r, fl_err *e) {
             if (t && (double)c >= o->target_cov * (double)t) break;
         }
         int ran = 0;
+        fz_queue_seal(&cp.q); /* what this round keeps is one batch */
         st = cp.grad                          ? fz_grad_round(cp.grad, &cp, &ran, e)
              : o->strategy == FL_FUZZ_FUZZGAN ? fz_gan_round(&rd, &cp, &ran, e)
                                               : fz_round_run(&rd, &cp, &ran, e);

@@ -27,8 +27,8 @@ typedef struct fz_entry {
     int32_t label;      /* the root's label: what the misclassification oracle expects */
     int affine;         /* the lineage has used its one affine transformation */
     fl_xform affine_t;  /* ... this one: the lineage's reference is affine_t(root pixels) */
-    int64_t fuzzed;     /* times picked (DeepHunter's B_c) */
-    int64_t bucket_pos; /* prob selection: position in its bucket */
+    int64_t fuzzed;     /* times picked */
+    int64_t batch;      /* its batch (fz_queue.b): the entries one round kept together */
     uint8_t *px;        /* [n] pixels */
     uint8_t *i0;        /* the validity reference: the root's px, or its own (affine lineage) */
     int own_i0;         /* i0 is this entry's to free */
@@ -41,8 +41,16 @@ typedef struct fz_queue {
     int64_t n_seeds;     /* e[0 .. n_seeds) are seeds */
     fl_fuzz_select sel;
     double gamma, p_min;
-    /* prob: entries grouped by min(fuzzed, n_buckets - 1); every entry of bucket b has the
-     * same priority, so a pick is a bucket by weight, then an entry uniformly. */
+    /* Batches, DeepHunter's queue elements: every seed is one, and so are the entries that one
+     * round kept (Algorithm 1 adds a round's survivors as one batch). prob's priority and
+     * B_c are per batch: a round that keeps 40 mutants adds one batch, not 40 chances to be
+     * picked. A batch is contiguous in e[]. */
+    struct fz_batch { int64_t first, n, fuzzed, bucket_pos; } *b;
+    int64_t n_b, cap_b;
+    int open;            /* the last batch takes the next entry (fz_queue_seal closes it) */
+    /* prob: batches grouped by min(fuzzed, n_buckets - 1); every batch of bucket b has the
+     * same priority, so a pick is a bucket by weight, then a batch uniformly, then one of its
+     * entries uniformly. */
     int n_buckets;
     int64_t **bucket, *bucket_n, *bucket_cap;
     /* deeptest: ids not fuzzed yet, newest on top */
@@ -52,8 +60,12 @@ typedef struct fz_queue {
 
 fl_status fz_queue_init(fz_queue *q, fl_fuzz_select sel, double gamma, double p_min, fl_err *e);
 void fz_queue_free(fz_queue *q);
-/* Append an entry (takes ownership of px, ops, and i0 when own_i0). */
+/* Append an entry (takes ownership of px, ops, and i0 when own_i0). It joins the open batch,
+ * or starts one. */
 fl_status fz_queue_add(fz_queue *q, const fz_entry *ent, fl_err *e);
+/* Close the open batch: the next entry starts a new one (before every round, after every
+ * seed). */
+void fz_queue_seal(fz_queue *q);
 /* Pick the next entry to fuzz (and count the pick). only_seeds: among the seeds only. */
 int64_t fz_queue_pick(fz_queue *q, fl_rng *r, int only_seeds);
 

@@ -92,6 +92,7 @@ fl_status fz_out_entry(fz_campaign *cp, int64_t id, const char *last_op, fl_err 
     cJSON_AddNumberToObject(j, "id", (double)x->id);
     cJSON_AddNumberToObject(j, "src", (double)x->src);
     cJSON_AddNumberToObject(j, "root", (double)x->root);
+    cJSON_AddNumberToObject(j, "batch", (double)x->batch);
     cJSON_AddNumberToObject(j, "seed_index", (double)x->seed_index);
     cJSON_AddNumberToObject(j, "label", x->label);
     if (x->affine) cJSON_AddStringToObject(j, "affine", fl_xform_str(&x->affine_t, aff, sizeof aff));
@@ -253,7 +254,9 @@ static fl_status list_entries(const char *qdir, char ***out, int64_t *n_out, fl_
     return st;
 }
 
-static fl_status read_entry(fz_campaign *cp, const char *stem, fz_entry *x, fl_err *e) {
+/* Queue entry stem.json/.npy into x; *batch = its recorded batch (-1 when not recorded). */
+static fl_status read_entry(fz_campaign *cp, const char *stem, fz_entry *x, int64_t *batch,
+                            fl_err *e) {
     char path[4096];
     if (snprintf(path, sizeof path, "%s.json", stem) >= (int)sizeof path)
         return fl_fail(e, FL_ERR_ARG, "%s: path too long", stem);
@@ -266,8 +269,11 @@ static fl_status read_entry(fz_campaign *cp, const char *stem, fz_entry *x, fl_e
                 *si = cJSON_GetObjectItemCaseSensitive(j, "seed_index"),
                 *lab = cJSON_GetObjectItemCaseSensitive(j, "label"),
                 *aff = cJSON_GetObjectItemCaseSensitive(j, "affine"),
-                *ops = cJSON_GetObjectItemCaseSensitive(j, "ops");
+                *ops = cJSON_GetObjectItemCaseSensitive(j, "ops"),
+                *bat = cJSON_GetObjectItemCaseSensitive(j, "batch");
     memset(x, 0, sizeof *x);
+    *batch = cJSON_IsNumber(bat) && fl_whole(bat->valuedouble, 0, 0x1p62) ? (int64_t)bat->valuedouble
+                                                                          : -1;
     if (!cJSON_IsNumber(id) || !cJSON_IsNumber(src) || !cJSON_IsNumber(root) ||
         !cJSON_IsNumber(si) || !cJSON_IsNumber(lab) || !cJSON_IsString(ops) ||
         id->valuedouble != (double)cp->q.n || !fl_whole(src->valuedouble, -1, cp->q.n - 1) ||
@@ -349,7 +355,7 @@ fl_status fz_out_resume(fz_campaign *cp, fl_err *e) {
     int64_t n_seeds = atoll(v);
     fl_status st = fz_path(qdir, sizeof qdir, o->out_dir, "queue", e);
     char **names = NULL;
-    int64_t n = 0;
+    int64_t n = 0, last_batch = -1;
     if (!st) st = list_entries(qdir, &names, &n, e);
     if (!st && (n_seeds <= 0 || n < n_seeds))
         st = fl_fail(e, FL_ERR_FORMAT, "%s: %lld entries, fuzzer_stats records %lld seeds", qdir,
@@ -362,7 +368,11 @@ fl_status fz_out_resume(fz_campaign *cp, fl_err *e) {
             break;
         }
         fz_entry x;
-        if (!(st = read_entry(cp, stem, &x, e))) {
+        int64_t batch = -1;
+        if (!(st = read_entry(cp, stem, &x, &batch, e))) {
+            /* the recorded batches again (a folder without them: one entry each) */
+            if (batch < 0 || batch != last_batch) fz_queue_seal(&cp->q);
+            last_batch = batch;
             if ((i < n_seeds) != (x.src < 0))
                 st = fl_fail(e, FL_ERR_FORMAT, "%s.json: seeds must come first", stem);
             else if ((st = fz_queue_add(&cp->q, &x, e))) {

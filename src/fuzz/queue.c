@@ -7,8 +7,15 @@
  * B_c < (1 - p_min) * gamma, else p_min); fifo (DLFuzz's list of images to process: the
  * oldest entry not fuzzed yet, then uniform).
  *
- * prob keeps the entries in buckets by fuzz count. Every entry of a bucket has the same
- * priority, so a pick costs O(buckets) instead of a pass over 10^5 entries.
+ * prob works on batches (fuzz_int.h): a seed is a batch, and so are the mutants one round
+ * kept. DeepHunter's Algorithm 1 adds a round's survivors to the queue as one batch and
+ * prioritises batches; NeuraL-Coverage's fuzz.py does the same (`Bs += [B_new]`, one B_c per
+ * batch). Counting every kept mutant as its own element instead lets each round add as
+ * many fresh, top-priority elements as it kept: with kmnc, which keeps most mutants, the
+ * seeds were drowned (measured: 19 of 82 seeds ever fuzzed in 20 000 mutants).
+ *
+ * prob keeps the batches in buckets by fuzz count. Every batch of a bucket has the same
+ * priority, so a pick costs O(buckets) instead of a pass over 10^5 batches.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -50,6 +57,7 @@ void fz_queue_free(fz_queue *q) {
     free(q->bucket);
     free(q->bucket_n);
     free(q->bucket_cap);
+    free(q->b);
     free(q->fresh);
     memset(q, 0, sizeof *q);
 }
@@ -78,49 +86,68 @@ fl_status fz_queue_add(fz_queue *q, const fz_entry *ent, fl_err *e) {
         q->e = p;
         q->cap = c;
     }
+    if (!q->open) {
+        if (q->n_b == q->cap_b) {
+            int64_t c = q->cap_b ? q->cap_b * 2 : 256;
+            struct fz_batch *p = realloc(q->b, sizeof *p * (size_t)c);
+            if (!p) return fl_fail(e, FL_ERR_NOMEM, "out of memory (queue of %lld)", (long long)q->n);
+            q->b = p;
+            q->cap_b = c;
+        }
+        struct fz_batch *b = &q->b[q->n_b];
+        *b = (struct fz_batch){.first = q->n, .bucket_pos = q->bucket_n[0]};
+        if (push(&q->bucket[0], &q->bucket_n[0], &q->bucket_cap[0], q->n_b))
+            return fl_fail(e, FL_ERR_NOMEM, "out of memory");
+        q->n_b++;
+        q->open = 1;
+    }
     fz_entry *x = &q->e[q->n];
     *x = *ent;
     x->id = q->n;
-    int b = bucket_of(q, x->fuzzed);
-    x->bucket_pos = q->bucket_n[b];
-    if (push(&q->bucket[b], &q->bucket_n[b], &q->bucket_cap[b], x->id) ||
-        (x->fuzzed == 0 && push(&q->fresh, &q->n_fresh, &q->cap_fresh, x->id)))
+    x->batch = q->n_b - 1;
+    if (x->fuzzed == 0 && push(&q->fresh, &q->n_fresh, &q->cap_fresh, x->id))
         return fl_fail(e, FL_ERR_NOMEM, "out of memory");
+    q->b[x->batch].n++;
     q->n++;
     return FL_OK;
 }
 
-/* Move entry id from its bucket to the next one after a pick. */
-static void bump(fz_queue *q, int64_t id) {
-    fz_entry *x = &q->e[id];
+void fz_queue_seal(fz_queue *q) { q->open = 0; }
+
+/* Move batch k from its bucket to the next one after a pick of one of its entries. */
+static void bump(fz_queue *q, int64_t k) {
+    struct fz_batch *x = &q->b[k];
     int b = bucket_of(q, x->fuzzed), nb = bucket_of(q, x->fuzzed + 1);
     x->fuzzed++;
     if (b == nb) return;
     int64_t last = q->bucket[b][--q->bucket_n[b]];
     q->bucket[b][x->bucket_pos] = last;
-    q->e[last].bucket_pos = x->bucket_pos;
+    q->b[last].bucket_pos = x->bucket_pos;
     x->bucket_pos = q->bucket_n[nb];
-    /* push cannot fail here in practice only if memory runs out; then the entry simply stays
+    /* push cannot fail here in practice only if memory runs out; then the batch simply stays
      * counted in no bucket and is never picked by prob again. */
-    (void)push(&q->bucket[nb], &q->bucket_n[nb], &q->bucket_cap[nb], id);
+    (void)push(&q->bucket[nb], &q->bucket_n[nb], &q->bucket_cap[nb], k);
 }
 
+/* A batch by priority, then one of its entries uniformly. */
 static int64_t pick_prob(fz_queue *q, fl_rng *r) {
     double total = 0;
     for (int b = 0; b < q->n_buckets; b++) total += (double)q->bucket_n[b] * priority(q, b);
     double u = fl_rng_uniform(r) * total;
-    for (int b = 0; b < q->n_buckets; b++) {
+    int64_t k = -1;
+    for (int b = 0; k < 0 && b < q->n_buckets; b++) {
         double w = (double)q->bucket_n[b] * priority(q, b);
         if (q->bucket_n[b] && (u < w || b == q->n_buckets - 1 || w == total)) {
             int64_t i = (int64_t)(u / priority(q, b));
-            if (i >= q->bucket_n[b]) i = q->bucket_n[b] - 1;
-            return q->bucket[b][i];
+            k = q->bucket[b][i < q->bucket_n[b] ? i : q->bucket_n[b] - 1];
         }
         u -= w;
     }
-    for (int b = q->n_buckets - 1; b >= 0; b--) /* rounding: the last non-empty bucket */
-        if (q->bucket_n[b]) return q->bucket[b][q->bucket_n[b] - 1];
-    return 0;
+    for (int b = q->n_buckets - 1; k < 0 && b >= 0; b--) /* rounding: the last non-empty bucket */
+        if (q->bucket_n[b]) k = q->bucket[b][q->bucket_n[b] - 1];
+    if (k < 0) return 0;
+    const struct fz_batch *x = &q->b[k];
+    return x->first + (x->n > 1 ? (int64_t)fl_rng_below(r, (uint32_t)x->n) : 0);
 }
 
 int64_t fz_queue_pick(fz_queue *q, fl_rng *r, int only_seeds) {
@@ -146,6 +173,7 @@ int64_t fz_queue_pick(fz_queue *q, fl_rng *r, int only_seeds) {
         default: id = fl_rng_below(r, (uint32_t)q->n); break;
         }
     }
-    bump(q, id);
+    q->e[id].fuzzed++;
+    bump(q, q->e[id].batch);
     return id;
 }

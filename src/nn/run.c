@@ -5,11 +5,18 @@
 
 #include "flare/model.h"
 
-/* Give v->t a buffer for its (just set) shape, keeping the old one when the size matches. */
-static fl_status ensure_buffer(fl_tensor *t, int64_t old_size) {
-    if (t->data && old_size == t->size) return FL_OK;
+/* Give t a buffer for its (just set) shape: the one run.c allocated for it before (*buf,
+ * *cap values) while it is large enough, so that the batch sizes of a fuzzing campaign (a
+ * new one nearly every round) do not free and allocate every activation; a buffer that is
+ * not the one recorded (set or freed elsewhere) is replaced. A reused buffer is not zeroed:
+ * every op writes all of its output (a same-shape forward has always reused buffers). */
+static fl_status ensure_buffer(fl_tensor *t, int64_t *cap, const float **buf) {
+    if (t->data && t->data == *buf && t->size <= *cap) return FL_OK;
     fl_free(t->data);
-    t->data = fl_alloc((size_t)(t->size ? t->size : 1) * sizeof(float));
+    const int64_t n = t->size ? t->size : 1;
+    t->data = fl_alloc((size_t)n * sizeof(float));
+    *cap = t->data ? n : 0;
+    *buf = t->data;
     return t->data ? FL_OK : FL_ERR_NOMEM;
 }
 
@@ -35,13 +42,11 @@ static fl_status run_nodes(fl_model *m, int plan, fl_err *e) {
     for (int i = 0; i < m->n_nodes; i++) {
         fl_node *n = &m->nodes[i];
         if (plan) {
-            int64_t old[16];
-            for (int k = 0; k < n->n_out && k < 16; k++) old[k] = m->values[n->out[k]].t.size;
             fl_status st = n->op->shape ? n->op->shape(m, n, e) : FL_OK;
             if (st != FL_OK) return st;
             for (int k = 0; k < n->n_out; k++) {
                 fl_value *v = &m->values[n->out[k]];
-                if (ensure_buffer(&v->t, k < 16 ? old[k] : -1) != FL_OK)
+                if (ensure_buffer(&v->t, &v->t_cap, &v->t_buf) != FL_OK)
                     return fl_fail(e, FL_ERR_NOMEM, "out of memory for '%s'", v->name);
             }
         }
@@ -80,9 +85,8 @@ static fl_status forward(fl_model *m, int n, const fl_tensor *xs, fl_err *e) {
         m->touched = t;
         for (int i = 0; i < n; i++) {
             fl_value *v = &m->values[m->inputs[i]];
-            int64_t old = v->t.data ? v->t.size : -1;
             fl_tensor_set_shape(&v->t, xs[i].ndim, xs[i].shape);
-            if (ensure_buffer(&v->t, old) != FL_OK)
+            if (ensure_buffer(&v->t, &v->t_cap, &v->t_buf) != FL_OK)
                 return fl_fail(e, FL_ERR_NOMEM, "out of memory for input '%s'", v->name);
         }
     }
@@ -130,9 +134,8 @@ const fl_tensor *fl_model_grad(fl_model *m, const char *name) {
 
 /* ---- backward ------------------------------------------------------------------------------- */
 static fl_status ensure_grad(fl_value *v) {
-    int64_t old = v->g.data ? v->g.size : -1;
     fl_tensor_set_shape(&v->g, v->t.ndim, v->t.shape);
-    return ensure_buffer(&v->g, old);
+    return ensure_buffer(&v->g, &v->g_cap, &v->g_buf);
 }
 
 fl_status fl_model_want_param_grads(fl_model *m, int yes, fl_err *e) {

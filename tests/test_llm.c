@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "flare/agents/agcov.h"
 #include "flare/agents/campaign.h"
 #include "flare/agents/llm.h"
 #include "llm_stub.c"
@@ -264,57 +265,270 @@ static void test_embed(void **st) {
     stub_stop(s);
 }
 
+/* Parse r; the cases' first turns joined by "|" (turns of one case by "/"); "" when none. */
+static const char *parsed(const char *r, int *n) {
+    static char buf[2048];
+    fl_case **v;
+    *n = fl_llm_gen_parse(r, &v);
+    buf[0] = 0;
+    for (int i = 0; i < *n; i++) {
+        for (int t = 0; t < v[i]->n_turns; t++)
+            snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", t ? "/" : i ? "|" : "", v[i]->turns[t]);
+        fl_case_free(v[i]);
+    }
+    if (*n > 0) free(v);
+    return buf;
+}
+
 static void test_gen_parse(void **st) {
     (void)st;
-    fl_case **v;
-    int n = fl_llm_gen_parse("```json\n{\"instructions\": [\"add 2 and 2\", [\"hi\", \"now loop\"], 5, \"\"]}\n```", &v);
+    int n;
+    /* the requested JSON; items that are not instructions are skipped */
+    assert_string_equal(parsed("{\"instructions\": [\"add 2 and 2\", [\"hi\", \"now loop\"], 5, \"\"]}", &n),
+                        "add 2 and 2|hi/now loop");
     assert_int_equal(n, 2);
-    assert_int_equal(v[0]->n_turns, 1);
-    assert_string_equal(v[0]->turns[0], "add 2 and 2");
-    assert_int_equal(v[1]->n_turns, 2);
-    assert_string_equal(v[1]->turns[1], "now loop");
-    for (int i = 0; i < n; i++) fl_case_free(v[i]);
-    free(v);
-    assert_int_equal(fl_llm_gen_parse("not json", &v), -1);
-    assert_int_equal(fl_llm_gen_parse("{\"instr\": [\"x\"]}", &v), -1);
-    assert_int_equal(fl_llm_gen_parse("{\"instructions\": []}", &v), -1);
-    assert_int_equal(fl_llm_gen_parse("{\"instructions\": [1, 2]}", &v), -1);
+    /* in a fence with a language tag, text around it */
+    assert_string_equal(parsed("Sure! Here you go:\n```json\n{\"instructions\": [\"a b\", \"c d\"]}\n```\nHope it helps.", &n),
+                        "a b|c d");
+    /* in a fence without a tag; the object is followed by a remark inside the fence */
+    assert_string_equal(parsed("```\n{\"instructions\": [\"x y\"]}\nthat is all\n```", &n), "x y");
+    /* a bare array, another key, objects as items */
+    assert_string_equal(parsed("[\"one\", [\"two\", \"three\"]]", &n), "one|two/three");
+    assert_string_equal(parsed("{\"cases\": [{\"instruction\": \"book it\"}, {\"turns\": [\"a\", \"b\"]}]}", &n),
+                        "book it|a/b");
+    /* a brace in the prose before the JSON does not hide it */
+    assert_string_equal(parsed("Use {curly} style? No: {\"instructions\": [\"ok then\"]}", &n), "ok then");
+    /* a numbered list, its preamble and remark dropped, markers and quotes stripped */
+    assert_string_equal(parsed("Here are some test inputs:\n1. Refund my order 42\n2) \"Cancel it, now\"\n"
+                               "3. 退款\n\nLet me know if you need more.", &n),
+                        "Refund my order 42|Cancel it, now|退款");
+    assert_int_equal(n, 3);
+    /* bullets, in a fence */
+    assert_string_equal(parsed("```text\n- reset my password\n* where is my parcel\n• 帮我查订单\n```", &n),
+                        "reset my password|where is my parcel|帮我查订单");
+    /* plain lines without markers: each line of two words or more, the ':' line dropped */
+    assert_string_equal(parsed("Some ideas:\nbook a flight to Oslo\ncancel the hotel\n", &n),
+                        "book a flight to Oslo|cancel the hotel");
+    /* garbage: no cases */
+    assert_string_equal(parsed("Sure! Here are some ideas: ...", &n), "");
+    assert_int_equal(n, -1);
+    const char *garbage[] = {"", "   \n\n", "not json", "{\"instr\": 5}", "{\"instructions\": []}",
+                             "{\"instructions\": [1, 2]}", "<html>\n<body>\n</body>", "```\n```",
+                             "{\"instructions\": [\"trunc", NULL};
+    for (int i = 0; garbage[i]; i++) {
+        parsed(garbage[i], &n);
+        if (n != -1) fail_msg("garbage %d gave %d cases", i, n);
+    }
+    fl_case **v;
     assert_int_equal(fl_llm_gen_parse(NULL, &v), -1);
+}
+
+static const char gap_spec[] =
+    "{\"agents\":[{\"name\":\"Master\",\"description\":\"routes each request\","
+    "\"decisions\":{\"route\":[\"math\",\"chat\"]}},"
+    "{\"name\":\"Worker\",\"description\":\"does arithmetic with its calculator\",\"tools\":[\"calculate\"]}],"
+    "\"entry\":\"Master\",\"edges\":[[\"user\",\"Master\"],[\"Master\",\"Worker\"],[\"Worker\",\"Master\"],"
+    "[\"Master\",\"output\"]]}";
+
+/* A trace of the agents protocol from lines joined by '\n'. */
+static fl_trace *trace_of(const char *text) {
+    fl_trace *t = fl_trace_new();
+    int done = 0, k = 0;
+    for (const char *p = text; *p; k++) {
+        const char *e = strchr(p, '\n');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        assert_int_equal(fl_trace_feed_line(t, p, n, k, &done), FL_OK);
+        p += n + (e != NULL);
+    }
+    return t;
+}
+
+static int occurrences(const char *s, const char *w) {
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, w)); p += strlen(w)) n++;
+    return n;
+}
+
+/* The prompt names one gap at a time, with the descriptions, and rotates through the gaps. */
+static void test_gen_prompt(void **st) {
+    (void)st;
+    fl_spec *sp;
+    fl_err e = {0};
+    assert_int_equal(fl_spec_parse(gap_spec, strlen(gap_spec), "s.json", &sp, &e), FL_OK);
+    assert_string_equal(sp->agents[1].description, "does arithmetic with its calculator");
+    fl_agcov *cov;
+    assert_int_equal(fl_agcov_new(sp, NULL, &cov, &e), FL_OK);
+    /* seen: user->Master, the choice chat, Master->output. Gaps, in order (edges, then per
+     * agent its tools and choices): Master->Worker, Worker->Master, math, calculate */
+    fl_trace *t = trace_of("{\"event\":\"message\",\"from\":\"user\",\"to\":\"Master\",\"content\":\"hi\"}\n"
+                           "{\"event\":\"branch\",\"agent\":\"Master\",\"point\":\"route\",\"choice\":\"chat\"}\n"
+                           "{\"event\":\"output\",\"content\":\"hello\"}\n{\"event\":\"done\"}");
+    int n_new;
+    assert_true(fl_agcov_commit(cov, t, &n_new) > 0);
+    fl_trace_free(t);
+    assert_int_equal(fl_llm_gen_gap_count(sp, cov), 4);
+    assert_int_equal(fl_llm_gen_gap_count(sp, NULL), 7);
+    assert_int_equal(fl_llm_gen_gap_count(NULL, NULL), 0);
+    const char *t0 = "compute 1+1";
+    fl_case *seed = fl_case_new(1, &t0);
+    const fl_case *corpus[1] = {seed};
+    const char *finds[1] = {"loop: Master<->Worker"};
+    fl_llm_gen_in g = {.spec = sp, .cov = cov, .findings = finds, .n_findings = 1, .corpus = corpus,
+                       .n_corpus = 1, .n_want = 3};
+    const char *want[5] = {"Target: agent Master handing the work over to agent Worker.",
+                           "Target: agent Worker handing the work over to agent Master.",
+                           "Target: agent Master deciding route = math (its choices: math, chat).",
+                           "Target: agent Worker calling its tool calculate.",
+                           "Target: agent Master handing the work over to agent Worker."};
+    char *sys[5], *usr;
+    for (int i = 0; i < 5; i++) {
+        g.round = (uint64_t)i;
+        assert_int_equal(fl_llm_gen_prompt(&g, &sys[i], &usr, &e), FL_OK);
+        if (!strstr(usr, want[i])) fail_msg("round %d: no \"%s\" in:\n%s", i, want[i], usr);
+        assert_int_equal(occurrences(usr, "Target:"), 1);
+        assert_non_null(strstr(usr, "1 of 4 coverage gaps"));
+        assert_non_null(strstr(usr, "compute 1+1"));
+        assert_non_null(strstr(usr, "loop: Master<->Worker"));
+        assert_non_null(strstr(usr, "Write 3 new"));
+        if (i == 0 || i == 1) { /* an edge: both agents described */
+            assert_non_null(strstr(usr, "Master: \"routes each request\""));
+            assert_non_null(strstr(usr, "Worker: \"does arithmetic with its calculator\""));
+        }
+        if (i == 2) assert_null(strstr(usr, "calculator")); /* only the deciding agent */
+        if (i == 3) assert_null(strstr(usr, "routes each request"));
+        free(usr);
+    }
+    /* personas rotate with the round */
+    assert_non_null(strstr(sys[0], "demanding"));
+    assert_non_null(strstr(sys[1], "novice"));
+    assert_non_null(strstr(sys[2], "adversarial"));
+    for (int i = 0; i < 5; i++) free(sys[i]);
+    assert_string_equal(fl_llm_persona_name(2), "attacker");
+    /* no spec: no target */
+    g.spec = NULL, g.cov = NULL;
+    assert_int_equal(fl_llm_gen_prompt(&g, &sys[0], &usr, &e), FL_OK);
+    assert_null(strstr(usr, "Target:"));
+    free(sys[0]), free(usr);
+    fl_case_free(seed);
+    fl_agcov_free(cov);
+    fl_spec_free(sp);
+}
+
+/* Run fn with stderr going to a file; its text (malloc'd). */
+static char *stderr_of(void (*fn)(void *), void *arg) {
+    char path[] = "/tmp/flare_llm_err_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    fflush(stderr);
+    int saved = dup(2);
+    dup2(fd, 2);
+    int v = fl_verbosity;
+    fl_verbosity = 1; /* the default level */
+    fn(arg);
+    fl_verbosity = v;
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved), close(fd);
+    uint8_t *d;
+    size_t n;
+    fl_err e;
+    assert_int_equal(fl_file_read(path, &d, &n, &e), FL_OK);
+    unlink(path);
+    char *s = malloc(n + 1);
+    memcpy(s, d, n), s[n] = 0;
+    free(d);
+    return s;
+}
+
+static void every_half_s(fl_llm_opts *o) { o->log_every_s = 0.5, o->retries = 0, o->max_calls = 12; }
+
+static void say_run(void *arg) {
+    stub *s = arg;
+    fl_llm *l = client(s, NULL, every_half_s);
+    fl_err e = {0};
+    fl_case **v;
+    int n;
+    fl_llm_gen_in g = {.n_want = 2};
+    /* 3 rounds of garbage (2 calls each): one malformed message, 2 held back */
+    for (int i = 0; i < 3; i++) {
+        g.round = (uint64_t)i;
+        assert_int_equal(fl_llm_generate(l, &g, &v, &n, &e), FL_OK);
+        assert_int_equal(n, 0);
+    }
+    /* 2 HTTP errors: said once, the second held back */
+    for (int i = 0; i < 2; i++) {
+        fl_llm_msg m[1] = {{"user", i ? "x1" : "x0"}};
+        char *r;
+        assert_int_equal(fl_llm_chat(l, 1, m, 0, &r, &e), FL_ERR_IO);
+    }
+    usleep(600 * 1000); /* past the interval: the next one is said, with the count */
+    g.round = 9;
+    assert_int_equal(fl_llm_generate(l, &g, &v, &n, &e), FL_OK);
+    fl_llm_stats ls;
+    fl_llm_stats_get(l, &ls);
+    assert_int_equal(ls.malformed, 4);
+    assert_int_equal(ls.failures, 2);
+    /* the budget (12 calls, 10 spent): the next round spends it; then refused, said once */
+    for (int i = 0; i < 3; i++) {
+        g.round = (uint64_t)(20 + i);
+        fl_status x = fl_llm_generate(l, &g, &v, &n, &e);
+        assert_int_equal(x, i == 0 ? FL_OK : FL_ERR_IO);
+    }
+    assert_true(fl_llm_exhausted(l));
+    fl_llm_free(l); /* says the one budget message held back */
+}
+
+static void unreachable_run(void *arg) {
+    stub *s = arg;
+    fl_llm_opts o;
+    fl_llm_opts_default(&o);
+    o.base_url = "http://127.0.0.1:1";
+    o.model = "m", o.retries = 0;
+    fl_llm *l;
+    fl_err e = {0};
+    char *r;
+    assert_int_equal(fl_llm_new(&o, &l, &e), FL_OK);
+    assert_int_equal(fl_llm_chat(l, 2, hello, 0, &r, &e), FL_ERR_IO);
+    fl_llm_free(l);
+    o.base_url = s->url, o.timeout_ms = 200;
+    assert_int_equal(fl_llm_new(&o, &l, &e), FL_OK);
+    assert_int_equal(fl_llm_chat(l, 2, hello, 0, &r, &e), FL_ERR_IO);
+    fl_llm_free(l);
+}
+
+/* Malformed replies, HTTP errors and the budget are said at the default level, each kind at
+ * most once per interval, with the count of those held back. */
+static void test_say(void **st) {
+    (void)st;
+    stub *s = stub_start();
+    for (int i = 0; i < 6; i++) stub_push_chat(s, i % 2 ? "no idea" : "Sure! Here are some ideas: ...", 5);
+    stub_push(s, (stub_reply){.status = 400, .body = strdup("{\"error\":\"bad model\"}")});
+    stub_push(s, (stub_reply){.status = 404, .body = strdup("{\"error\":\"nope\"}")});
+    for (int i = 0; i < 4; i++) stub_push_chat(s, "Well...", 5);
+    char *err = stderr_of(say_run, s);
+    assert_int_equal(occurrences(err, "llm generator: no usable instruction"), 2);
+    assert_non_null(strstr(err, "(2 more like it held back since the last one)"));
+    assert_int_equal(occurrences(err, "HTTP 4"), 1);
+    assert_non_null(strstr(err, "HTTP 400"));
+    assert_int_equal(occurrences(err, "budget exhausted"), 1);
+    assert_non_null(strstr(err, "llm: 1 more budget message held back"));
+    assert_non_null(strstr(err, "llm: 1 more request-failure message held back"));
+    free(err);
+    /* a refused connection and a timeout are request failures too, said at the default level */
+    stub_push(s, (stub_reply){.status = 200, .body = stub_chat_body("late", 1), .delay_ms = 1500});
+    err = stderr_of(unreachable_run, s);
+    assert_non_null(strstr(err, "llm http://127.0.0.1:1/v1/chat/completions: Couldn't connect"));
+    assert_non_null(strstr(err, "/v1/chat/completions: Timeout was reached"));
+    free(err);
+    stub_stop(s);
 }
 
 static void test_generate(void **st) {
     (void)st;
     fl_spec *sp;
     fl_err e = {0};
-    const char *spec = "{\"agents\":[{\"name\":\"Master\",\"decisions\":{\"route\":[\"math\",\"chat\"]}},"
-                       "{\"name\":\"Worker\",\"tools\":[\"calculate\"]}],\"entry\":\"Master\","
-                       "\"edges\":[[\"Master\",\"Worker\"],[\"Worker\",\"Master\"],[\"Master\",\"output\"]]}";
-    assert_int_equal(fl_spec_parse(spec, strlen(spec), "s.json", &sp, &e), FL_OK);
-    const char *t0 = "compute 1+1";
-    fl_case *seed = fl_case_new(1, &t0);
-    const fl_case *corpus[1] = {seed};
-    const char *finds[1] = {"loop: Master<->Worker"};
-    fl_llm_gen_in g = {.spec = sp, .findings = finds, .n_findings = 1, .corpus = corpus, .n_corpus = 1, .n_want = 3};
-    /* personas rotate with the round */
-    char *sys[3], *usr;
-    for (int i = 0; i < 3; i++) {
-        g.round = (uint64_t)i;
-        assert_int_equal(fl_llm_gen_prompt(&g, &sys[i], &usr, &e), FL_OK);
-        if (i == 0) {
-            assert_non_null(strstr(usr, "Master -> Worker"));
-            assert_non_null(strstr(usr, "calculate"));
-            assert_non_null(strstr(usr, "compute 1+1"));
-            assert_non_null(strstr(usr, "loop: Master<->Worker"));
-            assert_non_null(strstr(usr, "Write 3 new"));
-        }
-        free(usr);
-    }
-    assert_non_null(strstr(sys[0], "demanding"));
-    assert_non_null(strstr(sys[1], "novice"));
-    assert_non_null(strstr(sys[2], "adversarial"));
-    for (int i = 0; i < 3; i++) free(sys[i]);
-    assert_string_equal(fl_llm_persona_name(2), "attacker");
-
+    assert_int_equal(fl_spec_parse(gap_spec, strlen(gap_spec), "s.json", &sp, &e), FL_OK);
+    fl_llm_gen_in g = {.spec = sp, .n_want = 3};
     stub *s = stub_start();
     fl_llm *l = client(s, NULL, NULL);
     fl_case **v;
@@ -322,7 +536,6 @@ static void test_generate(void **st) {
     /* garbage, then the right schema: the retry carries a correction */
     stub_push_chat(s, "Sure! Here are some ideas: ...", 10);
     stub_push_chat(s, "{\"instructions\":[\"route this to chat\",\"use calculate on 3*4\"]}", 10);
-    g.round = 0;
     assert_int_equal(fl_llm_generate(l, &g, &v, &n, &e), FL_OK);
     assert_int_equal(n, 2);
     assert_string_equal(v[1]->turns[0], "use calculate on 3*4");
@@ -330,17 +543,29 @@ static void test_generate(void **st) {
     free(v);
     assert_int_equal(stub_count(s), 2);
     assert_non_null(strstr(stub_body(s, 1), "not the requested JSON"));
-    /* wrong schema twice: the round gives nothing, quietly */
-    stub_push_chat(s, "{\"ideas\":[\"x\"]}", 10);
-    stub_push_chat(s, "[\"x\"]", 10);
+    /* no cases twice: the round gives nothing, counted as malformed */
+    stub_push_chat(s, "{\"ideas\":\"x\"}", 10);
+    stub_push_chat(s, "I cannot help with that.", 10);
     g.round = 1;
     assert_int_equal(fl_llm_generate(l, &g, &v, &n, &e), FL_OK);
     assert_int_equal(n, 0);
     assert_null(v);
     assert_int_equal(stub_count(s), 4);
+    fl_llm_stats ls;
+    fl_llm_stats_get(l, &ls);
+    assert_int_equal(ls.malformed, 1);
+    /* the stand-in model answers from the prompt's target */
+    s->fn = stub_model_gen;
+    g.round = 1; /* gap 1 of 7 with nothing seen: Master -> Worker */
+    assert_int_equal(fl_llm_generate(l, &g, &v, &n, &e), FL_OK);
+    assert_int_equal(n, 4);
+    assert_non_null(strstr(v[0]->turns[0], "master worker"));
+    assert_non_null(strstr(v[0]->turns[0], "arithmetic")); /* from a description */
+    assert_int_equal(v[3]->n_turns, 2);
+    for (int i = 0; i < n; i++) fl_case_free(v[i]);
+    free(v);
     fl_llm_free(l);
     stub_stop(s);
-    fl_case_free(seed);
     fl_spec_free(sp);
 }
 
@@ -549,6 +774,7 @@ int main(void) {
         cmocka_unit_test(test_happy_and_cache), cmocka_unit_test(test_budget),
         cmocka_unit_test(test_retries),         cmocka_unit_test(test_timeout),
         cmocka_unit_test(test_embed),           cmocka_unit_test(test_gen_parse),
+        cmocka_unit_test(test_gen_prompt),      cmocka_unit_test(test_say),
         cmocka_unit_test(test_generate),        cmocka_unit_test(test_judge),
         cmocka_unit_test(test_campaign),
     };

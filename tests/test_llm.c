@@ -7,6 +7,7 @@
 #include "flare/agents/agcov.h"
 #include "flare/agents/campaign.h"
 #include "flare/agents/llm.h"
+#include "agents/campaign/campaign_int.h"
 #include "llm_stub.c"
 
 #define KEY "sk-test-NEVER-ON-DISK-4242"
@@ -724,7 +725,17 @@ static void test_campaign(void **st) {
     assert_int_equal(fl_file_read(p, &txt, &n, &e), FL_OK);
     assert_non_null(memmem(txt, n, "llm_budget_exhausted: 0", 23));
     assert_non_null(memmem(txt, n, "findings_llm_judge", 18));
+    assert_non_null(memmem(txt, n, "llm_failures      : 0", 21));
+    assert_non_null(memmem(txt, n, "llm_malformed     : 0", 21));
     free(txt);
+    od_kv kv;
+    assert_int_equal(od_kv_read(p, &kv, &e), FL_OK);
+    int gen = atoi(od_kv_get(&kv, "llm_gen_cases")), kept = atoi(od_kv_get(&kv, "llm_gen_kept"));
+    snprintf(p, sizeof p, "%s/queue", out);
+    assert_true(gen >= kept && kept >= 1);
+    assert_int_equal(kept, count_files(p, ",op:llm")); /* kept = its entries in the queue */
+    assert_true(atoi(od_kv_get(&kv, "llm_gen_finds")) >= 0);
+    od_kv_free(&kv);
 
     /* the same campaign again: every request is a cache hit */
     snprintf(out, sizeof out, "%s/out2", tmpdir);
@@ -768,6 +779,61 @@ static void test_campaign(void **st) {
     unsetenv("OPENAI_API_KEY");
 }
 
+/* ---- requests outside the campaign lock ----------------------------------------------------- */
+static long execs_now;        /* the campaign's execs, from on_status (every case) */
+static long during[8];        /* executions while each generator request was out */
+static int n_during;
+
+static void on_execs(const fl_campaign_stats *s, void *user) {
+    (void)user;
+    __atomic_store_n(&execs_now, (long)s->execs, __ATOMIC_SEQ_CST);
+}
+
+/* A slow model: it takes 600 ms to answer, and notes how far the campaign got meanwhile. */
+static char *slow_model(const char *body) {
+    long e0 = __atomic_load_n(&execs_now, __ATOMIC_SEQ_CST);
+    usleep(600 * 1000);
+    if (n_during < 8) during[n_during++] = __atomic_load_n(&execs_now, __ATOMIC_SEQ_CST) - e0;
+    return stub_model_gen(body);
+}
+
+static void test_unlocked(void **st) {
+    (void)st;
+    mktmp();
+    char tgt[300], seeds[300], p[700], out[300];
+    snprintf(tgt, sizeof tgt, "%s/tgt", tmpdir);
+    assert_int_equal(tu_build_target("campaign_tgt", tgt), 0);
+    snprintf(seeds, sizeof seeds, "%s/seeds", tmpdir);
+    mkdir(seeds, 0755);
+    snprintf(p, sizeof p, "%s/a.txt", seeds);
+    fl_err e = {0};
+    assert_int_equal(fl_file_write_atomic(p, "hello", 5, &e), FL_OK);
+    stub *s = stub_start();
+    s->fn = slow_model;
+    for (int jobs = 2; jobs >= 1; jobs--) {
+        char *argv[] = {tgt, NULL};
+        fl_campaign_opts o;
+        fl_campaign_opts_default(&o);
+        snprintf(out, sizeof out, "%s/out_j%d", tmpdir, jobs);
+        o.in_dir = seeds, o.out_dir = out, o.argv = argv, o.max_execs = 400, o.seed = 3;
+        o.timeout_ms = 3000, o.write_report = 0, o.jobs = jobs;
+        o.on_status = on_execs, o.status_every = 0;
+        o.llm_url = s->url, o.llm_model = "stub", o.llm_max_calls = 1, o.gen_share = 0.5;
+        n_during = 0;
+        fl_campaign_result r;
+        if (fl_campaign_run(&o, &r, &e)) fail_msg("campaign: %s", e.msg);
+        assert_int_equal(n_during, 1);
+        assert_int_equal(r.stats.llm_calls, 1);
+        assert_true(r.stats.llm_gen_cases >= 1 && r.stats.llm_gen_cases <= 4); /* one batch */
+        /* -j 2: the other worker ran cases while the request was out; -j 1: nobody could
+         * (the measurement itself can tell the two apart) */
+        if (jobs == 2 && during[0] < 20) fail_msg("-j 2: %ld executions during the request", during[0]);
+        if (jobs == 1) assert_int_equal(during[0], 0);
+    }
+    stub_stop(s);
+    rmrf(tmpdir);
+}
+
 int main(void) {
     fl_verbosity = 0;
     const struct CMUnitTest tests[] = {
@@ -776,7 +842,7 @@ int main(void) {
         cmocka_unit_test(test_embed),           cmocka_unit_test(test_gen_parse),
         cmocka_unit_test(test_gen_prompt),      cmocka_unit_test(test_say),
         cmocka_unit_test(test_generate),        cmocka_unit_test(test_judge),
-        cmocka_unit_test(test_campaign),
+        cmocka_unit_test(test_campaign),        cmocka_unit_test(test_unlocked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,20 +19,8 @@
 
 #include "flare/agents/campaign.h"
 #include "../tests/llm_stub.c"
+#include "bench_util.h"
 
-enum { MAX_SEEDS = 64 };
-
-static int cmp_u64(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(const uint64_t *v, int n) {
-    uint64_t s[MAX_SEEDS];
-    memcpy(s, v, (size_t)n * sizeof *s);
-    qsort(s, (size_t)n, sizeof *s, cmp_u64);
-    return n % 2 ? (double)s[n / 2] : 0.5 * (double)(s[n / 2 - 1] + s[n / 2]);
-}
 
 int main(int argc, char **argv) {
     if (argc < 6) {

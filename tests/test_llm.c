@@ -681,6 +681,19 @@ static int count_files(const char *dir, const char *needle) {
 
 static int embed_on; /* campaign(): --llm-embed */
 
+/* A fresh tmpdir with the campaign target built as tgt and a seeds folder holding "hello". */
+static void campaign_setup(char *tgt, size_t nt, char *seeds, size_t ns) {
+    mktmp();
+    snprintf(tgt, nt, "%s/tgt", tmpdir);
+    assert_int_equal(tu_build_target("campaign_tgt", tgt), 0);
+    snprintf(seeds, ns, "%s/seeds", tmpdir);
+    mkdir(seeds, 0755);
+    char p[700];
+    snprintf(p, sizeof p, "%s/a.txt", seeds);
+    fl_err e = {0};
+    assert_int_equal(fl_file_write_atomic(p, "hello", 5, &e), FL_OK);
+}
+
 static void campaign(const char *out, const char *url, const char *cache, int64_t max_calls,
                      const char *tgt, const char *seeds, double share, int plateau) {
     char *argv[] = {(char *)tgt, NULL};
@@ -697,16 +710,10 @@ static void campaign(const char *out, const char *url, const char *cache, int64_
 
 static void test_campaign(void **st) {
     (void)st;
-    mktmp();
     setenv("OPENAI_API_KEY", KEY, 1);
     char tgt[300], seeds[300], p[700], out[300], cache[300];
-    snprintf(tgt, sizeof tgt, "%s/tgt", tmpdir);
-    assert_int_equal(tu_build_target("campaign_tgt", tgt), 0);
-    snprintf(seeds, sizeof seeds, "%s/seeds", tmpdir);
-    mkdir(seeds, 0755);
-    snprintf(p, sizeof p, "%s/a.txt", seeds);
+    campaign_setup(tgt, sizeof tgt, seeds, sizeof seeds);
     fl_err e = {0};
-    assert_int_equal(fl_file_write_atomic(p, "hello", 5, &e), FL_OK);
     snprintf(cache, sizeof cache, "%s/cache", tmpdir);
 
     stub *s = stub_start();
@@ -799,15 +806,9 @@ static char *slow_model(const char *body) {
 
 static void test_unlocked(void **st) {
     (void)st;
-    mktmp();
-    char tgt[300], seeds[300], p[700], out[300];
-    snprintf(tgt, sizeof tgt, "%s/tgt", tmpdir);
-    assert_int_equal(tu_build_target("campaign_tgt", tgt), 0);
-    snprintf(seeds, sizeof seeds, "%s/seeds", tmpdir);
-    mkdir(seeds, 0755);
-    snprintf(p, sizeof p, "%s/a.txt", seeds);
+    char tgt[300], seeds[300], out[300];
+    campaign_setup(tgt, sizeof tgt, seeds, sizeof seeds);
     fl_err e = {0};
-    assert_int_equal(fl_file_write_atomic(p, "hello", 5, &e), FL_OK);
     stub *s = stub_start();
     s->fn = slow_model;
     for (int jobs = 2; jobs >= 1; jobs--) {

@@ -835,6 +835,28 @@ static void test_unlocked(void **st) {
     rmrf(tmpdir);
 }
 
+/* The command's summary gives the generator's account (the status line uses the same text). */
+static void test_cli_summary(void **st) {
+    (void)st;
+    const char *bin = getenv("FLARE_BIN");
+    if (!bin) TU_SKIP("FLARE_BIN is not set (tests/run.sh sets it)");
+    char tgt[300], seeds[300];
+    campaign_setup(tgt, sizeof tgt, seeds, sizeof seeds);
+    stub *s = stub_start();
+    s->fn = stub_model_gen;
+    char *out;
+    int rc = tu_sh(&out, "\"%s\" agents fuzz -i %s -o %s/out -E 40 -T 3000 -s 1 --llm %s "
+                         "--llm-model m --gen-share 0.5 -- %s 2>&1",
+                   bin, seeds, tmpdir, s->url, tgt);
+    if (rc) fail_msg("rc %d: %s", rc, out);
+    const char *l = strstr(out, "\nllm: ");
+    if (!l || !strstr(l, " calls (0 failed, 0 malformed), ") || !strstr(l, " generated cases: "))
+        fail_msg("no llm summary in:\n%s", out);
+    free(out);
+    stub_stop(s);
+    rmrf(tmpdir);
+}
+
 int main(void) {
     fl_verbosity = 0;
     const struct CMUnitTest tests[] = {
@@ -844,6 +866,7 @@ int main(void) {
         cmocka_unit_test(test_gen_prompt),      cmocka_unit_test(test_say),
         cmocka_unit_test(test_generate),        cmocka_unit_test(test_judge),
         cmocka_unit_test(test_campaign),        cmocka_unit_test(test_unlocked),
+        cmocka_unit_test(test_cli_summary),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

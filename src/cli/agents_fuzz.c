@@ -241,6 +241,11 @@ int cmd_agents_fuzz(const cli_opts *o) {
     printf("%s%llu cases in %.1f s (%.1f/s), corpus %d, %lld features, %s\n",
            r.stopped ? "stopped: " : "", (unsigned long long)s->execs, s->run_time,
            s->execs_per_sec, s->corpus_count, (long long)s->features, cov);
+    if (s->llm_on) {
+        char llm[256];
+        llm_text(s, llm, sizeof llm);
+        printf("llm: %s\n", llm);
+    }
     printf("findings: %d distinct\n", s->findings);
     if (s->findings && fl_report_print(o->fuzz_out, stdout, &e)) return cli_fail(&e);
     printf("report: %s/report.html (and report.md)\n", o->fuzz_out);

@@ -108,18 +108,18 @@ static void refill(camp *cp, camp_llm *L) {
                        .n_findings = cp->st.last_find[0] != 0, .corpus = corpus, .n_corpus = nc,
                        .n_want = o->gen_batch > 0 ? o->gen_batch : 4, .round = L->rounds++};
     fl_err e = {0};
-    char *sys, *usr;
-    if (fl_llm_gen_prompt(&g, &sys, &usr, &e)) {
-        camp_fail(cp, &e);
-        return;
+    char *sys = NULL, *usr = NULL;
+    fl_case **v = NULL;
+    int n = 0;
+    fl_status st = fl_llm_gen_prompt(&g, &sys, &usr, &e); /* only out of memory: a round lost */
+    if (st) fl_log(1, "%s\n", e.msg);
+    if (!st) {
+        L->busy = 1;
+        pthread_mutex_unlock(&cp->mu);
+        st = fl_llm_gen_ask(L->llm, sys, usr, &v, &n, &e);
+        pthread_mutex_lock(&cp->mu);
+        L->busy = 0;
     }
-    fl_case **v;
-    int n;
-    L->busy = 1;
-    pthread_mutex_unlock(&cp->mu);
-    fl_status st = fl_llm_gen_ask(L->llm, sys, usr, &v, &n, &e);
-    pthread_mutex_lock(&cp->mu);
-    L->busy = 0;
     free(sys), free(usr);
     L->pending = v, L->n_pending = n;
     if (st || n == 0)

@@ -31,25 +31,13 @@
 
 #include "flare/agents/campaign.h"
 #include "flare/agents/oracle.h"
+#include "bench_util.h"
 
 /* The six defects of examples/agents/taskforce.h, as the oracles name them (the defects
  * mode replaces them with its KINDS). */
 static fl_finding_kind planted[FL_FIND_COUNT_] = {FL_FIND_LOOP, FL_FIND_SPEC, FL_FIND_TOOL_ERROR,
                                                   FL_FIND_FORBIDDEN, FL_FIND_CRASH, FL_FIND_HANG};
 static int N_PLANTED = 6;
-enum { MAX_SEEDS = 64 };
-
-static int cmp_u64(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(const uint64_t *v, int n) {
-    uint64_t s[MAX_SEEDS];
-    memcpy(s, v, (size_t)n * sizeof *s);
-    qsort(s, (size_t)n, sizeof *s, cmp_u64);
-    return n % 2 ? (double)s[n / 2] : 0.5 * (double)(s[n / 2 - 1] + s[n / 2]);
-}
 
 /* Executions to the goal for one schedule and seed (0 when not reached); the parts. */
 static fl_campaign_stats last; /* the last run's counters (the hangs mode) */

@@ -150,6 +150,13 @@ echo "== flare agents: share of case time lost to timeouts, 3000 execs, calibrat
   examples/agents/spec.json examples/agents/seeds "$build/bench/tmp/agents_hangs" \
   5 "${BENCH_HANG_EXECS:-3000}" | tee -a "$res"
 
+echo "== flare agents: executions to every allowed edge, LLM generator off / on (a stand-in model on loopback, tests/llm_stub.c: instructions from the words of the gap the prompt names), examples/systems, median of 5 seeds =="
+for sys in helpdesk coder; do
+  [ -x "$build/examples/$sys" ] || make --no-print-directory "$build/examples/$sys" >/dev/null
+  "$build/bench/bench_agents_llm" "$sys" "$build/examples/$sys" "examples/systems/$sys/spec.json" \
+    "examples/systems/$sys/seeds" "$build/bench/tmp/agents_llm" 5 "${BENCH_LLM_EXECS:-5000}" 300 200 | tee -a "$res"
+done
+
 have_torch=0; /usr/bin/python3 -c "import torch" 2>/dev/null && have_torch=1
 have_scipy=0; /usr/bin/python3 -c "import scipy" 2>/dev/null && have_scipy=1
 /usr/bin/python3 - "$res" "$have_torch" "$have_scipy" "${BENCH_QUICK:-0}" <<'PY'
@@ -321,6 +328,15 @@ for sysname in ("scheduler", "taskforce"):
             "<= 15%, all", d["median_hang_share"] <= 0.15 and d["hang_found"] == d["seeds"])
     else:
         missing(what, "<= 15%, all", why())
+for sysname in ("helpdesk", "coder"):
+    g, off, on = (r.get(f"agents_llm_{sysname}{x}") for x in ("", "_off", "_on"))
+    what = f"agents: {sysname} execs to all edges, generator off / on (median of 5; seeds reaching)"
+    if g and off and on:
+        row(what, f"{g['ratio']:.2f}x ({off['median_execs']:.0f}/{on['median_execs']:.0f}; "
+            f"{off['reached']}/{off['seeds']} vs {on['reached']}/{on['seeds']})", "on: all seeds",
+            on["reached"] == on["seeds"])
+    else:
+        missing(what, "on: all seeds", why())
 for k in ("lsa", "dsa"):
     f, b = r.get("sa_" + k), r.get("sadl_" + k)
     what = f"{k.upper()} 10k vs 60k: sadl (extrapolated) / flare time"

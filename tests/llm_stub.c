@@ -2,6 +2,7 @@
  * source file per test binary). One connection at a time, HTTP/1.0 style: every reply closes
  * the connection, which libcurl handles like any server's "Connection: close". */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <cjson/cJSON.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -73,7 +74,7 @@ static void *stub_main(void *arg) {
         stub_reply r = s->dflt;
         int own = 0;
         if (s->next < s->n_script) r = s->script[s->next++], own = 1;
-        else if (s->fn) r = (stub_reply){.status = 200, .body = s->fn(body)}, own = 1;
+        else if (s->fn) r = (stub_reply){.status = 200, .body = s->fn(body), .delay_ms = s->fn_delay_ms}, own = 1;
         if (s->n_req < STUB_MAX) {
             s->req_head[s->n_req] = head, s->req_body[s->n_req] = body, s->req_path[s->n_req] = path;
             s->n_req++;
@@ -188,4 +189,95 @@ const char *stub_head(stub *s, int i) {
     const char *b = i >= 0 && i < s->n_req ? s->req_head[i] : NULL;
     pthread_mutex_unlock(&s->mu);
     return b;
+}
+
+/* ---- the stand-in model ------------------------------------------------------------------ */
+/* Words of English grammar and of the prompt's own sentence frame: a model reads past them. */
+static int stub_stopword(const char *w) {
+    static const char *const v[] = {"a", "an", "the", "of", "to", "its", "it", "is", "and", "or",
+                                    "agent", "agents", "over", "by", "this", "that", "has", "never",
+                                    "done", "yet", "system", "first", "work", "choices", "deciding",
+                                    "calling", "handing", "handled", "writing", "request", "user",
+                                    "s", NULL};
+    for (int i = 0; v[i]; i++)
+        if (!strcmp(w, v[i])) return 1;
+    return 0;
+}
+
+/* The content words of t[0..n), lower case, '_' and camel case split, into out (space
+ * separated, each once). */
+static void stub_words(const char *t, size_t n, char *out, size_t cap) {
+    size_t k = strlen(out);
+    for (size_t i = 0; i < n;) {
+        char w[64];
+        size_t m = 0;
+        while (i < n && !isalnum((unsigned char)t[i])) i++;
+        while (i < n && isalnum((unsigned char)t[i]) && m < sizeof w - 1) {
+            if (m && isupper((unsigned char)t[i]) && islower((unsigned char)t[i - 1])) break;
+            w[m++] = (char)tolower((unsigned char)t[i++]);
+        }
+        w[m] = 0;
+        if (!m || stub_stopword(w)) continue;
+        char pad[68];
+        snprintf(pad, sizeof pad, " %s ", w);
+        char have[1100];
+        snprintf(have, sizeof have, " %s ", out);
+        if (strstr(have, pad) || k + m + 2 >= cap) continue;
+        k += (size_t)snprintf(out + k, cap - k, "%s%s", k ? " " : "", w);
+    }
+}
+
+char *stub_model_gen(const char *body) {
+    cJSON *r = cJSON_Parse(body);
+    const cJSON *ms = cJSON_GetObjectItem(r, "messages");
+    const cJSON *u = cJSON_GetObjectItem(cJSON_GetArrayItem(ms, 1), "content");
+    const cJSON *sy = cJSON_GetObjectItem(cJSON_GetArrayItem(ms, 0), "content");
+    const char *p = cJSON_IsString(u) ? u->valuestring : "";
+    char *out;
+    if (cJSON_IsString(sy) && strstr(sy->valuestring, "is_anomaly")) {
+        out = stub_chat_body("{\"is_anomaly\":false,\"confidence\":0.9,\"categories\":[],\"reason\":\"fine\"}", 20);
+        cJSON_Delete(r);
+        return out;
+    }
+    char words[1024] = "", example[512] = "hello";
+    const char *t = strstr(p, "\nTarget: ");
+    if (t) { /* the target sentence, then the description lines under it ("  Name: ...") */
+        t += 9;
+        const char *e = strchr(t, '\n');
+        stub_words(t, e ? (size_t)(e - t) : strlen(t), words, sizeof words);
+        while (e && e[1] == ' ' && e[2] == ' ') {
+            const char *d = e + 3, *e2 = strchr(d, '\n');
+            stub_words(d, e2 ? (size_t)(e2 - d) : strlen(d), words, sizeof words);
+            e = e2;
+        }
+    }
+    const char *x = strstr(p, "Examples of inputs the system accepts:\n  \"");
+    if (x) { /* the first example, as the JSON string it is quoted as */
+        x = strchr(x, '"');
+        const char *e = x;
+        while (e && *++e && *e != '"') e += *e == '\\';
+        cJSON *j = e && *e ? cJSON_ParseWithLength(x, (size_t)(e - x + 1)) : NULL;
+        if (cJSON_IsString(j)) snprintf(example, sizeof example, "%s", j->valuestring);
+        cJSON_Delete(j);
+    }
+    if (!words[0]) snprintf(words, sizeof words, "something else");
+    cJSON *o = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(o, "instructions");
+    char b[2048];
+    snprintf(b, sizeof b, "I need help with %s.", words);
+    cJSON_AddItemToArray(a, cJSON_CreateString(b));
+    snprintf(b, sizeof b, "%s Also: %s.", example, words);
+    cJSON_AddItemToArray(a, cJSON_CreateString(b));
+    snprintf(b, sizeof b, "Please %s, right now.", words);
+    cJSON_AddItemToArray(a, cJSON_CreateString(b));
+    cJSON *two = cJSON_CreateArray();
+    cJSON_AddItemToArray(two, cJSON_CreateString(example));
+    snprintf(b, sizeof b, "Now %s.", words);
+    cJSON_AddItemToArray(two, cJSON_CreateString(b));
+    cJSON_AddItemToArray(a, two);
+    char *content = cJSON_PrintUnformatted(o);
+    out = stub_chat_body(content, 200);
+    free(content);
+    cJSON_Delete(o);
+    cJSON_Delete(r);
+    return out;
 }

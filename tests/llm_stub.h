@@ -35,6 +35,7 @@ typedef struct stub {
     int n_script, next;
     stub_reply dflt;               /* used when the script is exhausted (body may be NULL: 500) */
     char *(*fn)(const char *body); /* or, when set, a 200 with fn(request body) (malloc'd) */
+    int fn_delay_ms;               /* ... sent after this wait (a slow model) */
     int n_req;
     char *req_path[STUB_MAX], *req_head[STUB_MAX], *req_body[STUB_MAX];
 } stub;
@@ -49,5 +50,12 @@ void stub_set_default_chat(stub *s, const char *content, int tokens);
 int stub_count(stub *s);
 const char *stub_body(stub *s, int i);   /* request i's body (NULL when out of range) */
 const char *stub_head(stub *s, int i);
+
+/* A deterministic stand-in for a model, as s->fn: reads the generator's prompt the way a
+ * model would (its "Target:" sentence, the descriptions under it, the example inputs) and
+ * answers {"instructions": [...]} made of the target's words, with no knowledge of flare or of
+ * the system under test beyond what the prompt says. Without a Target line it varies the
+ * first example. Anything else (the judge) gets a "no anomaly" verdict. */
+char *stub_model_gen(const char *body);
 
 #endif

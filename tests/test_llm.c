@@ -4,8 +4,10 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "flare/agents/agcov.h"
 #include "flare/agents/campaign.h"
 #include "flare/agents/llm.h"
+#include "agents/campaign/campaign_int.h"
 #include "llm_stub.c"
 
 #define KEY "sk-test-NEVER-ON-DISK-4242"
@@ -264,57 +266,270 @@ static void test_embed(void **st) {
     stub_stop(s);
 }
 
+/* Parse r; the cases' first turns joined by "|" (turns of one case by "/"); "" when none. */
+static const char *parsed(const char *r, int *n) {
+    static char buf[2048];
+    fl_case **v;
+    *n = fl_llm_gen_parse(r, &v);
+    buf[0] = 0;
+    for (int i = 0; i < *n; i++) {
+        for (int t = 0; t < v[i]->n_turns; t++)
+            snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", t ? "/" : i ? "|" : "", v[i]->turns[t]);
+        fl_case_free(v[i]);
+    }
+    if (*n > 0) free(v);
+    return buf;
+}
+
 static void test_gen_parse(void **st) {
     (void)st;
-    fl_case **v;
-    int n = fl_llm_gen_parse("```json\n{\"instructions\": [\"add 2 and 2\", [\"hi\", \"now loop\"], 5, \"\"]}\n```", &v);
+    int n;
+    /* the requested JSON; items that are not instructions are skipped */
+    assert_string_equal(parsed("{\"instructions\": [\"add 2 and 2\", [\"hi\", \"now loop\"], 5, \"\"]}", &n),
+                        "add 2 and 2|hi/now loop");
     assert_int_equal(n, 2);
-    assert_int_equal(v[0]->n_turns, 1);
-    assert_string_equal(v[0]->turns[0], "add 2 and 2");
-    assert_int_equal(v[1]->n_turns, 2);
-    assert_string_equal(v[1]->turns[1], "now loop");
-    for (int i = 0; i < n; i++) fl_case_free(v[i]);
-    free(v);
-    assert_int_equal(fl_llm_gen_parse("not json", &v), -1);
-    assert_int_equal(fl_llm_gen_parse("{\"instr\": [\"x\"]}", &v), -1);
-    assert_int_equal(fl_llm_gen_parse("{\"instructions\": []}", &v), -1);
-    assert_int_equal(fl_llm_gen_parse("{\"instructions\": [1, 2]}", &v), -1);
+    /* in a fence with a language tag, text around it */
+    assert_string_equal(parsed("Sure! Here you go:\n```json\n{\"instructions\": [\"a b\", \"c d\"]}\n```\nHope it helps.", &n),
+                        "a b|c d");
+    /* in a fence without a tag; the object is followed by a remark inside the fence */
+    assert_string_equal(parsed("```\n{\"instructions\": [\"x y\"]}\nthat is all\n```", &n), "x y");
+    /* a bare array, another key, objects as items */
+    assert_string_equal(parsed("[\"one\", [\"two\", \"three\"]]", &n), "one|two/three");
+    assert_string_equal(parsed("{\"cases\": [{\"instruction\": \"book it\"}, {\"turns\": [\"a\", \"b\"]}]}", &n),
+                        "book it|a/b");
+    /* a brace in the prose before the JSON does not hide it */
+    assert_string_equal(parsed("Use {curly} style? No: {\"instructions\": [\"ok then\"]}", &n), "ok then");
+    /* a numbered list, its preamble and remark dropped, markers and quotes stripped */
+    assert_string_equal(parsed("Here are some test inputs:\n1. Refund my order 42\n2) \"Cancel it, now\"\n"
+                               "3. 退款\n\nLet me know if you need more.", &n),
+                        "Refund my order 42|Cancel it, now|退款");
+    assert_int_equal(n, 3);
+    /* bullets, in a fence */
+    assert_string_equal(parsed("```text\n- reset my password\n* where is my parcel\n• 帮我查订单\n```", &n),
+                        "reset my password|where is my parcel|帮我查订单");
+    /* plain lines without markers: each line of two words or more, the ':' line dropped */
+    assert_string_equal(parsed("Some ideas:\nbook a flight to Oslo\ncancel the hotel\n", &n),
+                        "book a flight to Oslo|cancel the hotel");
+    /* garbage: no cases */
+    assert_string_equal(parsed("Sure! Here are some ideas: ...", &n), "");
+    assert_int_equal(n, -1);
+    const char *garbage[] = {"", "   \n\n", "not json", "{\"instr\": 5}", "{\"instructions\": []}",
+                             "{\"instructions\": [1, 2]}", "<html>\n<body>\n</body>", "```\n```",
+                             "{\"instructions\": [\"trunc", NULL};
+    for (int i = 0; garbage[i]; i++) {
+        parsed(garbage[i], &n);
+        if (n != -1) fail_msg("garbage %d gave %d cases", i, n);
+    }
+    fl_case **v;
     assert_int_equal(fl_llm_gen_parse(NULL, &v), -1);
+}
+
+static const char gap_spec[] =
+    "{\"agents\":[{\"name\":\"Master\",\"description\":\"routes each request\","
+    "\"decisions\":{\"route\":[\"math\",\"chat\"]}},"
+    "{\"name\":\"Worker\",\"description\":\"does arithmetic with its calculator\",\"tools\":[\"calculate\"]}],"
+    "\"entry\":\"Master\",\"edges\":[[\"user\",\"Master\"],[\"Master\",\"Worker\"],[\"Worker\",\"Master\"],"
+    "[\"Master\",\"output\"]]}";
+
+/* A trace of the agents protocol from lines joined by '\n'. */
+static fl_trace *trace_of(const char *text) {
+    fl_trace *t = fl_trace_new();
+    int done = 0, k = 0;
+    for (const char *p = text; *p; k++) {
+        const char *e = strchr(p, '\n');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        assert_int_equal(fl_trace_feed_line(t, p, n, k, &done), FL_OK);
+        p += n + (e != NULL);
+    }
+    return t;
+}
+
+static int occurrences(const char *s, const char *w) {
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, w)); p += strlen(w)) n++;
+    return n;
+}
+
+/* The prompt names one gap at a time, with the descriptions, and rotates through the gaps. */
+static void test_gen_prompt(void **st) {
+    (void)st;
+    fl_spec *sp;
+    fl_err e = {0};
+    assert_int_equal(fl_spec_parse(gap_spec, strlen(gap_spec), "s.json", &sp, &e), FL_OK);
+    assert_string_equal(sp->agents[1].description, "does arithmetic with its calculator");
+    fl_agcov *cov;
+    assert_int_equal(fl_agcov_new(sp, NULL, &cov, &e), FL_OK);
+    /* seen: user->Master, the choice chat, Master->output. Gaps, in order (edges, then per
+     * agent its tools and choices): Master->Worker, Worker->Master, math, calculate */
+    fl_trace *t = trace_of("{\"event\":\"message\",\"from\":\"user\",\"to\":\"Master\",\"content\":\"hi\"}\n"
+                           "{\"event\":\"branch\",\"agent\":\"Master\",\"point\":\"route\",\"choice\":\"chat\"}\n"
+                           "{\"event\":\"output\",\"content\":\"hello\"}\n{\"event\":\"done\"}");
+    int n_new;
+    assert_true(fl_agcov_commit(cov, t, &n_new) > 0);
+    fl_trace_free(t);
+    assert_int_equal(fl_llm_gen_gap_count(sp, cov), 4);
+    assert_int_equal(fl_llm_gen_gap_count(sp, NULL), 7);
+    assert_int_equal(fl_llm_gen_gap_count(NULL, NULL), 0);
+    const char *t0 = "compute 1+1";
+    fl_case *seed = fl_case_new(1, &t0);
+    const fl_case *corpus[1] = {seed};
+    const char *finds[1] = {"loop: Master<->Worker"};
+    fl_llm_gen_in g = {.spec = sp, .cov = cov, .findings = finds, .n_findings = 1, .corpus = corpus,
+                       .n_corpus = 1, .n_want = 3};
+    const char *want[5] = {"Target: agent Master handing the work over to agent Worker.",
+                           "Target: agent Worker handing the work over to agent Master.",
+                           "Target: agent Master deciding route = math (its choices: math, chat).",
+                           "Target: agent Worker calling its tool calculate.",
+                           "Target: agent Master handing the work over to agent Worker."};
+    char *sys[5], *usr;
+    for (int i = 0; i < 5; i++) {
+        g.round = (uint64_t)i;
+        assert_int_equal(fl_llm_gen_prompt(&g, &sys[i], &usr, &e), FL_OK);
+        if (!strstr(usr, want[i])) fail_msg("round %d: no \"%s\" in:\n%s", i, want[i], usr);
+        assert_int_equal(occurrences(usr, "Target:"), 1);
+        assert_non_null(strstr(usr, "1 of 4 coverage gaps"));
+        assert_non_null(strstr(usr, "compute 1+1"));
+        assert_non_null(strstr(usr, "loop: Master<->Worker"));
+        assert_non_null(strstr(usr, "Write 3 new"));
+        if (i == 0 || i == 1) { /* an edge: both agents described */
+            assert_non_null(strstr(usr, "Master: \"routes each request\""));
+            assert_non_null(strstr(usr, "Worker: \"does arithmetic with its calculator\""));
+        }
+        if (i == 2) assert_null(strstr(usr, "calculator")); /* only the deciding agent */
+        if (i == 3) assert_null(strstr(usr, "routes each request"));
+        free(usr);
+    }
+    /* personas rotate with the round */
+    assert_non_null(strstr(sys[0], "demanding"));
+    assert_non_null(strstr(sys[1], "novice"));
+    assert_non_null(strstr(sys[2], "adversarial"));
+    for (int i = 0; i < 5; i++) free(sys[i]);
+    assert_string_equal(fl_llm_persona_name(2), "attacker");
+    /* no spec: no target */
+    g.spec = NULL, g.cov = NULL;
+    assert_int_equal(fl_llm_gen_prompt(&g, &sys[0], &usr, &e), FL_OK);
+    assert_null(strstr(usr, "Target:"));
+    free(sys[0]), free(usr);
+    fl_case_free(seed);
+    fl_agcov_free(cov);
+    fl_spec_free(sp);
+}
+
+/* Run fn with stderr going to a file; its text (malloc'd). */
+static char *stderr_of(void (*fn)(void *), void *arg) {
+    char path[] = "/tmp/flare_llm_err_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    fflush(stderr);
+    int saved = dup(2);
+    dup2(fd, 2);
+    int v = fl_verbosity;
+    fl_verbosity = 1; /* the default level */
+    fn(arg);
+    fl_verbosity = v;
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved), close(fd);
+    uint8_t *d;
+    size_t n;
+    fl_err e;
+    assert_int_equal(fl_file_read(path, &d, &n, &e), FL_OK);
+    unlink(path);
+    char *s = malloc(n + 1);
+    memcpy(s, d, n), s[n] = 0;
+    free(d);
+    return s;
+}
+
+static void every_half_s(fl_llm_opts *o) { o->log_every_s = 0.5, o->retries = 0, o->max_calls = 12; }
+
+static void say_run(void *arg) {
+    stub *s = arg;
+    fl_llm *l = client(s, NULL, every_half_s);
+    fl_err e = {0};
+    fl_case **v;
+    int n;
+    fl_llm_gen_in g = {.n_want = 2};
+    /* 3 rounds of garbage (2 calls each): one malformed message, 2 held back */
+    for (int i = 0; i < 3; i++) {
+        g.round = (uint64_t)i;
+        assert_int_equal(fl_llm_generate(l, &g, &v, &n, &e), FL_OK);
+        assert_int_equal(n, 0);
+    }
+    /* 2 HTTP errors: said once, the second held back */
+    for (int i = 0; i < 2; i++) {
+        fl_llm_msg m[1] = {{"user", i ? "x1" : "x0"}};
+        char *r;
+        assert_int_equal(fl_llm_chat(l, 1, m, 0, &r, &e), FL_ERR_IO);
+    }
+    usleep(600 * 1000); /* past the interval: the next one is said, with the count */
+    g.round = 9;
+    assert_int_equal(fl_llm_generate(l, &g, &v, &n, &e), FL_OK);
+    fl_llm_stats ls;
+    fl_llm_stats_get(l, &ls);
+    assert_int_equal(ls.malformed, 4);
+    assert_int_equal(ls.failures, 2);
+    /* the budget (12 calls, 10 spent): the next round spends it; then refused, said once */
+    for (int i = 0; i < 3; i++) {
+        g.round = (uint64_t)(20 + i);
+        fl_status x = fl_llm_generate(l, &g, &v, &n, &e);
+        assert_int_equal(x, i == 0 ? FL_OK : FL_ERR_IO);
+    }
+    assert_true(fl_llm_exhausted(l));
+    fl_llm_free(l); /* says the one budget message held back */
+}
+
+static void unreachable_run(void *arg) {
+    stub *s = arg;
+    fl_llm_opts o;
+    fl_llm_opts_default(&o);
+    o.base_url = "http://127.0.0.1:1";
+    o.model = "m", o.retries = 0;
+    fl_llm *l;
+    fl_err e = {0};
+    char *r;
+    assert_int_equal(fl_llm_new(&o, &l, &e), FL_OK);
+    assert_int_equal(fl_llm_chat(l, 2, hello, 0, &r, &e), FL_ERR_IO);
+    fl_llm_free(l);
+    o.base_url = s->url, o.timeout_ms = 200;
+    assert_int_equal(fl_llm_new(&o, &l, &e), FL_OK);
+    assert_int_equal(fl_llm_chat(l, 2, hello, 0, &r, &e), FL_ERR_IO);
+    fl_llm_free(l);
+}
+
+/* Malformed replies, HTTP errors and the budget are said at the default level, each kind at
+ * most once per interval, with the count of those held back. */
+static void test_say(void **st) {
+    (void)st;
+    stub *s = stub_start();
+    for (int i = 0; i < 6; i++) stub_push_chat(s, i % 2 ? "no idea" : "Sure! Here are some ideas: ...", 5);
+    stub_push(s, (stub_reply){.status = 400, .body = strdup("{\"error\":\"bad model\"}")});
+    stub_push(s, (stub_reply){.status = 404, .body = strdup("{\"error\":\"nope\"}")});
+    for (int i = 0; i < 4; i++) stub_push_chat(s, "Well...", 5);
+    char *err = stderr_of(say_run, s);
+    assert_int_equal(occurrences(err, "llm generator: no usable instruction"), 2);
+    assert_non_null(strstr(err, "(2 more like it held back since the last one)"));
+    assert_int_equal(occurrences(err, "HTTP 4"), 1);
+    assert_non_null(strstr(err, "HTTP 400"));
+    assert_int_equal(occurrences(err, "budget exhausted"), 1);
+    assert_non_null(strstr(err, "llm: 1 more budget message held back"));
+    assert_non_null(strstr(err, "llm: 1 more request-failure message held back"));
+    free(err);
+    /* a refused connection and a timeout are request failures too, said at the default level */
+    stub_push(s, (stub_reply){.status = 200, .body = stub_chat_body("late", 1), .delay_ms = 1500});
+    err = stderr_of(unreachable_run, s);
+    assert_non_null(strstr(err, "llm http://127.0.0.1:1/v1/chat/completions: Couldn't connect"));
+    assert_non_null(strstr(err, "/v1/chat/completions: Timeout was reached"));
+    free(err);
+    stub_stop(s);
 }
 
 static void test_generate(void **st) {
     (void)st;
     fl_spec *sp;
     fl_err e = {0};
-    const char *spec = "{\"agents\":[{\"name\":\"Master\",\"decisions\":{\"route\":[\"math\",\"chat\"]}},"
-                       "{\"name\":\"Worker\",\"tools\":[\"calculate\"]}],\"entry\":\"Master\","
-                       "\"edges\":[[\"Master\",\"Worker\"],[\"Worker\",\"Master\"],[\"Master\",\"output\"]]}";
-    assert_int_equal(fl_spec_parse(spec, strlen(spec), "s.json", &sp, &e), FL_OK);
-    const char *t0 = "compute 1+1";
-    fl_case *seed = fl_case_new(1, &t0);
-    const fl_case *corpus[1] = {seed};
-    const char *finds[1] = {"loop: Master<->Worker"};
-    fl_llm_gen_in g = {.spec = sp, .findings = finds, .n_findings = 1, .corpus = corpus, .n_corpus = 1, .n_want = 3};
-    /* personas rotate with the round */
-    char *sys[3], *usr;
-    for (int i = 0; i < 3; i++) {
-        g.round = (uint64_t)i;
-        assert_int_equal(fl_llm_gen_prompt(&g, &sys[i], &usr, &e), FL_OK);
-        if (i == 0) {
-            assert_non_null(strstr(usr, "Master -> Worker"));
-            assert_non_null(strstr(usr, "calculate"));
-            assert_non_null(strstr(usr, "compute 1+1"));
-            assert_non_null(strstr(usr, "loop: Master<->Worker"));
-            assert_non_null(strstr(usr, "Write 3 new"));
-        }
-        free(usr);
-    }
-    assert_non_null(strstr(sys[0], "demanding"));
-    assert_non_null(strstr(sys[1], "novice"));
-    assert_non_null(strstr(sys[2], "adversarial"));
-    for (int i = 0; i < 3; i++) free(sys[i]);
-    assert_string_equal(fl_llm_persona_name(2), "attacker");
-
+    assert_int_equal(fl_spec_parse(gap_spec, strlen(gap_spec), "s.json", &sp, &e), FL_OK);
+    fl_llm_gen_in g = {.spec = sp, .n_want = 3};
     stub *s = stub_start();
     fl_llm *l = client(s, NULL, NULL);
     fl_case **v;
@@ -322,7 +537,6 @@ static void test_generate(void **st) {
     /* garbage, then the right schema: the retry carries a correction */
     stub_push_chat(s, "Sure! Here are some ideas: ...", 10);
     stub_push_chat(s, "{\"instructions\":[\"route this to chat\",\"use calculate on 3*4\"]}", 10);
-    g.round = 0;
     assert_int_equal(fl_llm_generate(l, &g, &v, &n, &e), FL_OK);
     assert_int_equal(n, 2);
     assert_string_equal(v[1]->turns[0], "use calculate on 3*4");
@@ -330,17 +544,29 @@ static void test_generate(void **st) {
     free(v);
     assert_int_equal(stub_count(s), 2);
     assert_non_null(strstr(stub_body(s, 1), "not the requested JSON"));
-    /* wrong schema twice: the round gives nothing, quietly */
-    stub_push_chat(s, "{\"ideas\":[\"x\"]}", 10);
-    stub_push_chat(s, "[\"x\"]", 10);
+    /* no cases twice: the round gives nothing, counted as malformed */
+    stub_push_chat(s, "{\"ideas\":\"x\"}", 10);
+    stub_push_chat(s, "I cannot help with that.", 10);
     g.round = 1;
     assert_int_equal(fl_llm_generate(l, &g, &v, &n, &e), FL_OK);
     assert_int_equal(n, 0);
     assert_null(v);
     assert_int_equal(stub_count(s), 4);
+    fl_llm_stats ls;
+    fl_llm_stats_get(l, &ls);
+    assert_int_equal(ls.malformed, 1);
+    /* the stand-in model answers from the prompt's target */
+    s->fn = stub_model_gen;
+    g.round = 1; /* gap 1 of 7 with nothing seen: Master -> Worker */
+    assert_int_equal(fl_llm_generate(l, &g, &v, &n, &e), FL_OK);
+    assert_int_equal(n, 4);
+    assert_non_null(strstr(v[0]->turns[0], "master worker"));
+    assert_non_null(strstr(v[0]->turns[0], "arithmetic")); /* from a description */
+    assert_int_equal(v[3]->n_turns, 2);
+    for (int i = 0; i < n; i++) fl_case_free(v[i]);
+    free(v);
     fl_llm_free(l);
     stub_stop(s);
-    fl_case_free(seed);
     fl_spec_free(sp);
 }
 
@@ -455,6 +681,19 @@ static int count_files(const char *dir, const char *needle) {
 
 static int embed_on; /* campaign(): --llm-embed */
 
+/* A fresh tmpdir with the campaign target built as tgt and a seeds folder holding "hello". */
+static void campaign_setup(char *tgt, size_t nt, char *seeds, size_t ns) {
+    mktmp();
+    snprintf(tgt, nt, "%s/tgt", tmpdir);
+    assert_int_equal(tu_build_target("campaign_tgt", tgt), 0);
+    snprintf(seeds, ns, "%s/seeds", tmpdir);
+    mkdir(seeds, 0755);
+    char p[700];
+    snprintf(p, sizeof p, "%s/a.txt", seeds);
+    fl_err e = {0};
+    assert_int_equal(fl_file_write_atomic(p, "hello", 5, &e), FL_OK);
+}
+
 static void campaign(const char *out, const char *url, const char *cache, int64_t max_calls,
                      const char *tgt, const char *seeds, double share, int plateau) {
     char *argv[] = {(char *)tgt, NULL};
@@ -471,16 +710,10 @@ static void campaign(const char *out, const char *url, const char *cache, int64_
 
 static void test_campaign(void **st) {
     (void)st;
-    mktmp();
     setenv("OPENAI_API_KEY", KEY, 1);
     char tgt[300], seeds[300], p[700], out[300], cache[300];
-    snprintf(tgt, sizeof tgt, "%s/tgt", tmpdir);
-    assert_int_equal(tu_build_target("campaign_tgt", tgt), 0);
-    snprintf(seeds, sizeof seeds, "%s/seeds", tmpdir);
-    mkdir(seeds, 0755);
-    snprintf(p, sizeof p, "%s/a.txt", seeds);
+    campaign_setup(tgt, sizeof tgt, seeds, sizeof seeds);
     fl_err e = {0};
-    assert_int_equal(fl_file_write_atomic(p, "hello", 5, &e), FL_OK);
     snprintf(cache, sizeof cache, "%s/cache", tmpdir);
 
     stub *s = stub_start();
@@ -499,7 +732,17 @@ static void test_campaign(void **st) {
     assert_int_equal(fl_file_read(p, &txt, &n, &e), FL_OK);
     assert_non_null(memmem(txt, n, "llm_budget_exhausted: 0", 23));
     assert_non_null(memmem(txt, n, "findings_llm_judge", 18));
+    assert_non_null(memmem(txt, n, "llm_failures      : 0", 21));
+    assert_non_null(memmem(txt, n, "llm_malformed     : 0", 21));
     free(txt);
+    od_kv kv;
+    assert_int_equal(od_kv_read(p, &kv, &e), FL_OK);
+    int gen = atoi(od_kv_get(&kv, "llm_gen_cases")), kept = atoi(od_kv_get(&kv, "llm_gen_kept"));
+    snprintf(p, sizeof p, "%s/queue", out);
+    assert_true(gen >= kept && kept >= 1);
+    assert_int_equal(kept, count_files(p, ",op:llm")); /* kept = its entries in the queue */
+    assert_true(atoi(od_kv_get(&kv, "llm_gen_finds")) >= 0);
+    od_kv_free(&kv);
 
     /* the same campaign again: every request is a cache hit */
     snprintf(out, sizeof out, "%s/out2", tmpdir);
@@ -543,14 +786,87 @@ static void test_campaign(void **st) {
     unsetenv("OPENAI_API_KEY");
 }
 
+/* ---- requests outside the campaign lock ----------------------------------------------------- */
+static long execs_now;        /* the campaign's execs, from on_status (every case) */
+static long during[8];        /* executions while each generator request was out */
+static int n_during;
+
+static void on_execs(const fl_campaign_stats *s, void *user) {
+    (void)user;
+    __atomic_store_n(&execs_now, (long)s->execs, __ATOMIC_SEQ_CST);
+}
+
+/* A slow model: it takes 600 ms to answer, and notes how far the campaign got meanwhile. */
+static char *slow_model(const char *body) {
+    long e0 = __atomic_load_n(&execs_now, __ATOMIC_SEQ_CST);
+    usleep(600 * 1000);
+    if (n_during < 8) during[n_during++] = __atomic_load_n(&execs_now, __ATOMIC_SEQ_CST) - e0;
+    return stub_model_gen(body);
+}
+
+static void test_unlocked(void **st) {
+    (void)st;
+    char tgt[300], seeds[300], out[300];
+    campaign_setup(tgt, sizeof tgt, seeds, sizeof seeds);
+    fl_err e = {0};
+    stub *s = stub_start();
+    s->fn = slow_model;
+    for (int jobs = 2; jobs >= 1; jobs--) {
+        char *argv[] = {tgt, NULL};
+        fl_campaign_opts o;
+        fl_campaign_opts_default(&o);
+        snprintf(out, sizeof out, "%s/out_j%d", tmpdir, jobs);
+        o.in_dir = seeds, o.out_dir = out, o.argv = argv, o.max_execs = 400, o.seed = 3;
+        o.timeout_ms = 3000, o.write_report = 0, o.jobs = jobs;
+        o.on_status = on_execs, o.status_every = 0;
+        o.llm_url = s->url, o.llm_model = "stub", o.llm_max_calls = 1, o.gen_share = 0.5;
+        n_during = 0;
+        fl_campaign_result r;
+        if (fl_campaign_run(&o, &r, &e)) fail_msg("campaign: %s", e.msg);
+        assert_int_equal(n_during, 1);
+        assert_int_equal(r.stats.llm_calls, 1);
+        assert_true(r.stats.llm_gen_cases >= 1 && r.stats.llm_gen_cases <= 4); /* one batch */
+        /* -j 2: the other worker ran cases while the request was out; -j 1: nobody could
+         * (the measurement itself can tell the two apart) */
+        if (jobs == 2 && during[0] < 20) fail_msg("-j 2: %ld executions during the request", during[0]);
+        if (jobs == 1) assert_int_equal(during[0], 0);
+    }
+    stub_stop(s);
+    rmrf(tmpdir);
+}
+
+/* The command's summary gives the generator's account (the status line uses the same text). */
+static void test_cli_summary(void **st) {
+    (void)st;
+    const char *bin = getenv("FLARE_BIN");
+    if (!bin) TU_SKIP("FLARE_BIN is not set (tests/run.sh sets it)");
+    char tgt[300], seeds[300];
+    campaign_setup(tgt, sizeof tgt, seeds, sizeof seeds);
+    stub *s = stub_start();
+    s->fn = stub_model_gen;
+    char *out;
+    int rc = tu_sh(&out, "\"%s\" agents fuzz -i %s -o %s/out -E 40 -T 3000 -s 1 --llm %s "
+                         "--llm-model m --gen-share 0.5 -- %s 2>&1",
+                   bin, seeds, tmpdir, s->url, tgt);
+    if (rc) fail_msg("rc %d: %s", rc, out);
+    const char *l = strstr(out, "\nllm: ");
+    if (!l || !strstr(l, " calls (0 failed, 0 malformed), ") || !strstr(l, " generated cases: "))
+        fail_msg("no llm summary in:\n%s", out);
+    free(out);
+    stub_stop(s);
+    rmrf(tmpdir);
+}
+
 int main(void) {
     fl_verbosity = 0;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_happy_and_cache), cmocka_unit_test(test_budget),
         cmocka_unit_test(test_retries),         cmocka_unit_test(test_timeout),
         cmocka_unit_test(test_embed),           cmocka_unit_test(test_gen_parse),
+        cmocka_unit_test(test_gen_prompt),      cmocka_unit_test(test_say),
         cmocka_unit_test(test_generate),        cmocka_unit_test(test_judge),
-        cmocka_unit_test(test_campaign),
+        cmocka_unit_test(test_campaign),        cmocka_unit_test(test_unlocked),
+        cmocka_unit_test(test_cli_summary),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -65,6 +65,15 @@ static void line(int width, const char *fmt, ...) {
     fprintf(stderr, "\033[K%s\n", buf);
 }
 
+/* The LLM generator's account: what its calls cost and what its cases were worth. */
+static void llm_text(const fl_campaign_stats *s, char *buf, size_t n) {
+    snprintf(buf, n, "%lld calls (%lld failed, %lld malformed%s), %llu generated cases: "
+             "%llu kept, %llu found something",
+             (long long)s->llm_calls, (long long)s->llm_failures, (long long)s->llm_malformed,
+             s->llm_budget_exhausted ? ", budget spent" : "", (unsigned long long)s->llm_gen_cases,
+             (unsigned long long)s->llm_gen_kept, (unsigned long long)s->llm_gen_finds);
+}
+
 /* The share of the time spent running cases that went to cases that timed out. */
 static double hang_pct(const fl_campaign_stats *s) {
     return s->case_seconds > 0 ? 100 * s->hang_seconds / s->case_seconds : 0;
@@ -72,18 +81,20 @@ static double hang_pct(const fl_campaign_stats *s) {
 
 static void on_status(const fl_campaign_stats *s, void *user) {
     screen *sc = user;
-    char rt[32], ago[32], cov[128], kinds[512];
+    char rt[32], ago[32], cov[128], kinds[512], llm[256] = "";
     cli_fmt_duration(s->run_time, rt, sizeof rt);
+    if (s->llm_on) llm_text(s, llm, sizeof llm);
     cov_text(s, cov, sizeof cov);
     kinds_text(s, kinds, sizeof kinds);
     double now = (double)time(NULL);
     if (!sc->tty) {
         if (s->done) return; /* the summary follows */
         fprintf(stderr, "[%s] execs %llu (%.0f/s)  corpus %d  features %lld  %s  findings %d%s%s%s"
-                "  timeouts %llu (%.0f%% of case time)\n",
+                "  timeouts %llu (%.0f%% of case time)%s%s\n",
                 rt, (unsigned long long)s->execs, s->execs_per_sec, s->corpus_count,
                 (long long)s->features, cov, s->findings, kinds[0] ? " (" : "", kinds,
-                kinds[0] ? ")" : "", (unsigned long long)s->hangs, hang_pct(s));
+                kinds[0] ? ")" : "", (unsigned long long)s->hangs, hang_pct(s),
+                llm[0] ? "  llm " : "", llm);
         return;
     }
     if (sc->lines) fprintf(stderr, "\033[%dA", sc->lines); /* back to the top of the screen */
@@ -109,6 +120,7 @@ static void on_status(const fl_campaign_stats *s, void *user) {
     else
         line(w, "    last find : none yet");
     sc->lines = 8;
+    if (llm[0]) line(w, "          llm : %s", llm), sc->lines++;
     fflush(stderr);
 }
 
@@ -229,6 +241,11 @@ int cmd_agents_fuzz(const cli_opts *o) {
     printf("%s%llu cases in %.1f s (%.1f/s), corpus %d, %lld features, %s\n",
            r.stopped ? "stopped: " : "", (unsigned long long)s->execs, s->run_time,
            s->execs_per_sec, s->corpus_count, (long long)s->features, cov);
+    if (s->llm_on) {
+        char llm[256];
+        llm_text(s, llm, sizeof llm);
+        printf("llm: %s\n", llm);
+    }
     printf("findings: %d distinct\n", s->findings);
     if (s->findings && fl_report_print(o->fuzz_out, stdout, &e)) return cli_fail(&e);
     printf("report: %s/report.html (and report.md)\n", o->fuzz_out);

@@ -106,6 +106,8 @@ void fl_agcov_report_get(const fl_agcov *c, fl_agcov_report *r);
 void fl_agcov_agent(const fl_agcov *c, int a, int *seen, int *declared);
 /* Was spec edge i (index into spec->edges) seen? */
 int fl_agcov_edge_seen(const fl_agcov *c, int i);
+/* Was item `item` of spec agent a (fl_spec_item_tool / fl_spec_item_choice) seen? */
+int fl_agcov_item_seen(const fl_agcov *c, int a, int item);
 
 /* The features of one trace, for reports: malloc'd array (*out), count returned (-1: out of
  * memory). is_new is relative to c's current state (2 new feature, 1 new bucket, 0 known). */

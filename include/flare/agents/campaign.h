@@ -88,6 +88,11 @@ typedef struct fl_campaign_stats {
     long otlp_spans, otlp_late;/* spans received; spans that came after their case ended */
     int llm_on;                /* an LLM is configured (llm.h): */
     int64_t llm_calls, llm_tokens, llm_cache_hits;
+    int64_t llm_failures;      /* requests that failed (HTTP, refused, timeout, budget) */
+    int64_t llm_malformed;     /* replies without usable content (generator, judge) */
+    uint64_t llm_gen_cases;    /* generated cases run (op:llm) */
+    uint64_t llm_gen_kept;     /* ... kept in the queue for new coverage */
+    uint64_t llm_gen_finds;    /* ... that produced a new finding */
     int llm_budget_exhausted;
     uint64_t seed;             /* the campaign's seed (resumed: the recorded one) */
     char schedule[16];         /* its power schedule's name (resumed: the recorded one) */

@@ -18,12 +18,16 @@
  *   - the API key (FLARE_LLM_API_KEY, else OPENAI_API_KEY) goes into the Authorization header
  *     and nowhere else: never logged, never in error messages, never in the cache;
  *   - a hard budget (max_calls HTTP requests, max_tokens total tokens from the replies'
- *     "usage") ends LLM use for the rest of the run once reached, logged once;
+ *     "usage") ends LLM use for the rest of the run once reached;
  *   - successful replies are cached on disk (cache_dir/<hash>.json, written atomically), keyed
  *     by a hash of the base URL and the request body (model, messages, temperature, seed,
  *     response_format): a repeated campaign costs no call and no budget.
  *   - 429 (honouring Retry-After, capped), 5xx, timeouts and connection errors are retried
  *     with exponential backoff; other 4xx are not.
+ *   - nothing fails silently: a request that failed (HTTP status, refused connection,
+ *     timeout, a body that is no completion), a request refused by the spent budget and a
+ *     reply without usable content are logged at the default level, each kind at most once
+ *     per log_every_s, with the number of messages held back since (fl_llm_say).
  * One fl_llm may be used from several threads (its counters and budget are locked).
  */
 #ifndef FLARE_AGENTS_LLM_H
@@ -48,6 +52,7 @@ typedef struct fl_llm_opts {
     int backoff_ms;         /* first retry delay, doubled each time (default 500) */
     int max_backoff_ms;     /* cap of a delay, Retry-After included (default 30000) */
     const char *api_key;    /* NULL: FLARE_LLM_API_KEY, else OPENAI_API_KEY, else none */
+    double log_every_s;     /* fl_llm_say: one message per kind per this many seconds (60) */
 } fl_llm_opts;
 
 void fl_llm_opts_default(fl_llm_opts *o);
@@ -81,6 +86,7 @@ typedef struct fl_llm_stats {
     int64_t cache_hits; /* replies served from the cache */
     int64_t retries;    /* requests that were retries */
     int64_t failures;   /* fl_llm_chat / fl_llm_embed calls that failed */
+    int64_t malformed;  /* replies without usable content (fl_llm_malformed) */
     int exhausted;      /* the budget ran out */
 } fl_llm_stats;
 
@@ -88,13 +94,29 @@ void fl_llm_stats_get(fl_llm *l, fl_llm_stats *s);
 uint64_t fl_llm_seed(const fl_llm *l); /* opts.seed */
 int fl_llm_exhausted(fl_llm *l);
 
+/* What went wrong, said at the default log level (fl_log 1) without flooding it: the first
+ * message of a kind is printed, later ones of that kind within opts.log_every_s are held back
+ * and counted, and the next one printed after that says how many were ("... (3 more like it
+ * held back)"); fl_llm_free says what is still held back. */
+typedef enum fl_llm_say_kind {
+    FL_LLM_SAY_MALFORMED, /* a reply with no usable content (generator, judge) */
+    FL_LLM_SAY_HTTP,      /* a request that failed after its retries */
+    FL_LLM_SAY_BUDGET,    /* a request not sent: the budget is spent */
+    FL_LLM_SAY_COUNT_
+} fl_llm_say_kind;
+void fl_llm_say(fl_llm *l, fl_llm_say_kind k, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A reply without usable content: counted in stats.malformed and said (FL_LLM_SAY_MALFORMED). */
+void fl_llm_malformed(fl_llm *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* ---- generator (llm_gen.c) -------------------------------------------------------------------
  * Ask for n_want new user instructions, as {"instructions":[...]} where an item is a string
  * (one turn) or an array of strings (several turns). The prompt names a tester persona (the
- * round picks one of fl_llm_persona_count(), in turn), the spec's uncovered edges and the
- * agents whose tools or decisions are not all exercised (spec + cov, both may be NULL), recent
- * findings and a few corpus entries. A malformed reply is asked again once with a correction;
- * then the round gives nothing (*n_out = 0, FL_OK): only the transport and the budget fail. */
+ * round picks one of fl_llm_persona_count(), in turn), ONE coverage gap of the spec as its
+ * target (an allowed edge not seen, a declared tool not called, a decision choice not taken:
+ * gap round % fl_llm_gen_gap_count(), with the spec's descriptions of the agents involved;
+ * none without a spec or gaps), recent findings and a few corpus entries. A malformed reply is
+ * asked again once with a correction; then the round gives nothing (*n_out = 0, FL_OK, said
+ * and counted by fl_llm_malformed): only the transport and the budget fail. */
 typedef struct fl_llm_gen_in {
     const fl_spec *spec;
     const struct fl_agcov *cov;
@@ -106,12 +128,25 @@ typedef struct fl_llm_gen_in {
     uint64_t round;              /* picks the persona */
 } fl_llm_gen_in;
 
+typedef enum fl_llm_gap_kind { FL_LLM_GAP_EDGE, FL_LLM_GAP_TOOL, FL_LLM_GAP_CHOICE } fl_llm_gap_kind;
+/* The gaps the prompt rotates through (0 without a spec); cov NULL: nothing seen yet. */
+int fl_llm_gen_gap_count(const fl_spec *s, const struct fl_agcov *cov);
+
 int fl_llm_persona_count(void);
 const char *fl_llm_persona_name(int i); /* "demanding", "novice", "attacker" */
 /* The prompt (system, user), malloc'd into msgs[0..1].content; for tests and the docs. */
 fl_status fl_llm_gen_prompt(const fl_llm_gen_in *g, char **system, char **user, fl_err *e);
-/* Parse a reply: cases (malloc'd array of owned cases) or -1 when it is not the schema. */
+/* Parse a reply: cases (malloc'd array of owned cases, at most 64) or -1 when it holds none.
+ * Accepted, in this order: the requested JSON (also a bare array of items, or the items under
+ * another key); the same inside a ``` fence, with or without a language tag, with text around
+ * it; a plain list of lines (numbered or bulleted lines, stripped of their markers; without
+ * markers, at least two lines of two words or more). An item is a string, an array of
+ * strings, or an object with "turns" or a string member. */
 int fl_llm_gen_parse(const char *reply, fl_case ***out);
+/* The request alone, for a prompt built earlier (the campaign builds it under its lock and
+ * asks without it). */
+fl_status fl_llm_gen_ask(fl_llm *l, const char *system, const char *user, fl_case ***out,
+                         int *n_out, fl_err *e);
 fl_status fl_llm_generate(fl_llm *l, const fl_llm_gen_in *g, fl_case ***out, int *n_out,
                           fl_err *e);
 

@@ -43,6 +43,7 @@ typedef struct fl_spec_point {
 
 typedef struct fl_spec_agent {
     char *name;
+    char *description; /* its "description" string (NULL: none); only the LLM generator reads it */
     int n_tools;
     char **tools;
     int n_points;

@@ -244,6 +244,8 @@ void camp_process(camp *cp, fl_case *c, const fl_trace *t, const camp_origin *or
     fl_findings_free(&f);
 
     int keep = org->name || (r > 0 && cp->o->schedule != FL_SCHED_NONE);
+    if (org->op && !strcmp(org->op, "llm")) /* what the generator's cases are worth */
+        s->llm_gen_cases++, s->llm_gen_kept += keep, s->llm_gen_finds += n_found > 0;
     if (keep) {
         int src = org->parent ? org->parent->id : org->name ? org->src : -1;
         fl_agfeature *fv = NULL;

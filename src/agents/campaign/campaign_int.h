@@ -290,7 +290,9 @@ fl_status saved_spec(const char *given, const char *recorded, fl_spec **spec, ch
 fl_status saved_target(const fl_target_setup *ts, fl_target **t, fl_err *e);
 /* Write fuzzer_stats / plot_data and call on_status when due (force: now). Under cp->mu. */
 void camp_periodic(camp *cp, int force);
-/* The LLM generator and judge (campaign_llm.c; no-ops without --llm). Under cp->mu. */
+/* The LLM generator and judge (campaign_llm.c; no-ops without --llm). Under cp->mu;
+ * camp_llm_next and camp_llm_judge release it while their HTTP request is out, so shared
+ * state read before them may have changed after them (queue entries stay valid). */
 typedef struct camp_llm camp_llm;
 fl_status camp_llm_start(camp *cp, fl_err *e);
 void camp_llm_free(camp *cp);

@@ -1,7 +1,10 @@
-/* The LLM in the campaign loop (docs/agents-llm.md): the generator's cases enter the queue
- * like mutants (op:llm) and the judge's verdicts become findings of kind llm_judge. Everything
- * here runs under cp->mu, so LLM calls pause the other workers: they are rare (plateaus, a
- * small share, cases that added coverage), cached, and budgeted.
+/* The LLM in the loop of the campaign (docs/agents-llm.md): the generator's cases enter the
+ * queue like mutants (op:llm) and the judge's verdicts become findings of kind llm_judge.
+ * Called under cp->mu; the HTTP requests themselves run without it (a request can take
+ * seconds, a slow server minutes), so the other -j workers keep executing while one waits on
+ * the server. One generator request is out at a time (busy): a worker that would use a
+ * generated case meanwhile mutates as usual. What a request needs from the campaign (the
+ * coverage gap, corpus examples, the last finding) is read into the prompt under the lock.
  *
  * When the generator is asked: after gen_plateau executions without a new coverage feature
  * (then its next n_want inputs are used in a row), and, independently, for a gen_share
@@ -28,7 +31,7 @@ struct camp_llm {
     int burst;           /* generated inputs still to use in a row (plateau) */
     uint64_t judge_paused_to; /* no judge request before this exec count */
     uint64_t rounds;
-    int said_fail;
+    int busy;            /* a generator request is out (its worker runs without cp->mu) */
 };
 
 /* --llm-embed: output clusters from the server's /v1/embeddings (fl_agcov_embedder). A failed
@@ -83,9 +86,13 @@ void camp_llm_stats(camp *cp) {
     cp->st.llm_calls = s.calls;
     cp->st.llm_tokens = s.tokens;
     cp->st.llm_cache_hits = s.cache_hits;
+    cp->st.llm_failures = s.failures;
+    cp->st.llm_malformed = s.malformed;
     cp->st.llm_budget_exhausted = s.exhausted;
 }
 
+/* Under cp->mu, which it releases during the request: a new batch into L->pending. A failed
+ * request or a reply without cases (both said by the client) pauses the generator. */
 static void refill(camp *cp, camp_llm *L) {
     const fl_campaign_opts *o = cp->o;
     for (int i = L->next; i < L->n_pending; i++) fl_case_free(L->pending[i]);
@@ -101,10 +108,22 @@ static void refill(camp *cp, camp_llm *L) {
                        .n_findings = cp->st.last_find[0] != 0, .corpus = corpus, .n_corpus = nc,
                        .n_want = o->gen_batch > 0 ? o->gen_batch : 4, .round = L->rounds++};
     fl_err e = {0};
-    if (fl_llm_generate(L->llm, &g, &L->pending, &L->n_pending, &e)) {
-        if (!L->said_fail++ && !fl_llm_exhausted(L->llm)) fl_log(1, "llm generator: %s\n", e.msg);
-        L->paused_to = cp->st.execs + (o->gen_plateau > 0 ? (uint64_t)o->gen_plateau : 100);
+    char *sys = NULL, *usr = NULL;
+    fl_case **v = NULL;
+    int n = 0;
+    fl_status st = fl_llm_gen_prompt(&g, &sys, &usr, &e); /* only out of memory: a round lost */
+    if (st) fl_log(1, "%s\n", e.msg);
+    if (!st) {
+        L->busy = 1;
+        pthread_mutex_unlock(&cp->mu);
+        st = fl_llm_gen_ask(L->llm, sys, usr, &v, &n, &e);
+        pthread_mutex_lock(&cp->mu);
+        L->busy = 0;
     }
+    free(sys), free(usr);
+    L->pending = v, L->n_pending = n;
+    if (st || n == 0)
+        L->paused_to = cp->st.execs + (o->gen_plateau > 0 ? (uint64_t)o->gen_plateau : 100);
 }
 
 fl_case *camp_llm_next(camp *cp, fl_rng *r) {
@@ -122,7 +141,7 @@ fl_case *camp_llm_next(camp *cp, fl_rng *r) {
     else if (o->gen_share > 0 && fl_rng_uniform(r) < o->gen_share) use = 1;
     if (!use) return NULL;
     if (L->next >= L->n_pending) {
-        if (x < L->paused_to || fl_llm_exhausted(L->llm)) return NULL;
+        if (L->busy || x < L->paused_to || fl_llm_exhausted(L->llm)) return NULL;
         refill(cp, L);
         if (L->next >= L->n_pending) return NULL;
     }
@@ -141,8 +160,10 @@ void camp_llm_judge(camp *cp, const fl_case *c, const fl_trace *t, int r, fl_fin
     fl_finding x;
     int found = 0;
     fl_err e = {0};
-    if (fl_llm_judge(L->llm, cp->spec, c, t, &jo, &x, &found, &e)) {
-        if (!fl_llm_exhausted(L->llm)) fl_log(1, "llm judge: case %s: %s (judge paused for 100 execs)\n", c->id, e.msg);
+    pthread_mutex_unlock(&cp->mu); /* c and t are the worker's; the spec never changes */
+    fl_status st = fl_llm_judge(L->llm, cp->spec, c, t, &jo, &x, &found, &e);
+    pthread_mutex_lock(&cp->mu);
+    if (st) { /* said by the client */
         L->judge_paused_to = cp->st.execs + 100; /* a server that is down costs retries each time */
         return;
     }

@@ -154,6 +154,11 @@ fl_status od_write_stats(const char *out_dir, const fl_campaign_stats *s, const 
         KV("llm_calls", "%lld", (long long)s->llm_calls);
         KV("llm_tokens", "%lld", (long long)s->llm_tokens);
         KV("llm_cache_hits", "%lld", (long long)s->llm_cache_hits);
+        KV("llm_failures", "%lld", (long long)s->llm_failures);
+        KV("llm_malformed", "%lld", (long long)s->llm_malformed);
+        KV("llm_gen_cases", "%llu", (unsigned long long)s->llm_gen_cases);
+        KV("llm_gen_kept", "%llu", (unsigned long long)s->llm_gen_kept);
+        KV("llm_gen_finds", "%llu", (unsigned long long)s->llm_gen_finds);
         KV("llm_budget_exhausted", "%d", s->llm_budget_exhausted);
     }
     if (s->otlp_on) KV("otlp_spans", "%ld", s->otlp_spans);

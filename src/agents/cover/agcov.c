@@ -521,3 +521,8 @@ void fl_agcov_agent(const fl_agcov *c, int a, int *seen, int *declared) {
 int fl_agcov_edge_seen(const fl_agcov *c, int i) {
     return c->spec && i >= 0 && i < c->spec->n_edges && c->edge_seen[i];
 }
+
+int fl_agcov_item_seen(const fl_agcov *c, int a, int item) {
+    return c->spec && a >= 0 && a < c->spec->n_agents && item >= 0 &&
+           item < c->spec->agents[a].n_items && c->item_seen[a][item];
+}

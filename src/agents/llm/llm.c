@@ -18,6 +18,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -34,7 +35,11 @@ struct fl_llm {
     char *cache;    /* cache folder or NULL */
     pthread_mutex_t mu;
     fl_llm_stats st;
-    int said;       /* the budget message was logged */
+    /* fl_llm_say's rate limit, per kind: when the last message was printed, whether one was,
+     * and how many were held back since */
+    double said_at[FL_LLM_SAY_COUNT_];
+    int said[FL_LLM_SAY_COUNT_];
+    long held[FL_LLM_SAY_COUNT_];
 };
 
 void fl_llm_opts_default(fl_llm_opts *o) {
@@ -46,6 +51,7 @@ void fl_llm_opts_default(fl_llm_opts *o) {
     o->retries = 3;
     o->backoff_ms = 500;
     o->max_backoff_ms = 30000;
+    o->log_every_s = 60;
 }
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -94,8 +100,45 @@ fl_status fl_llm_new(const fl_llm_opts *o, fl_llm **out, fl_err *e) {
     return FL_OK;
 }
 
+static const char *const say_names[FL_LLM_SAY_COUNT_] = {"malformed-reply", "request-failure",
+                                                        "budget"};
+
+static void vsay(fl_llm *l, fl_llm_say_kind k, const char *fmt, va_list ap) {
+    char msg[640];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    pthread_mutex_lock(&l->mu);
+    double now = fl_now();
+    int due = !l->said[k] || now - l->said_at[k] >= l->o.log_every_s;
+    long held = 0;
+    if (due) held = l->held[k], l->held[k] = 0, l->said[k] = 1, l->said_at[k] = now;
+    else l->held[k]++;
+    pthread_mutex_unlock(&l->mu);
+    if (!due) return;
+    if (held) fl_log(1, "%s (%ld more like it held back since the last one)\n", msg, held);
+    else fl_log(1, "%s\n", msg);
+}
+
+void fl_llm_say(fl_llm *l, fl_llm_say_kind k, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsay(l, k, fmt, ap);
+    va_end(ap);
+}
+
+void fl_llm_malformed(fl_llm *l, const char *fmt, ...) {
+    pthread_mutex_lock(&l->mu);
+    l->st.malformed++;
+    pthread_mutex_unlock(&l->mu);
+    va_list ap;
+    va_start(ap, fmt);
+    vsay(l, FL_LLM_SAY_MALFORMED, fmt, ap);
+    va_end(ap);
+}
+
 void fl_llm_free(fl_llm *l) {
     if (!l) return;
+    for (int k = 0; k < FL_LLM_SAY_COUNT_; k++) /* nothing held back goes unsaid */
+        if (l->held[k]) fl_log(1, "llm: %ld more %s message%s held back\n", l->held[k], say_names[k], l->held[k] == 1 ? "" : "s");
     if (l->auth) explicit_bzero(l->auth, strlen(l->auth)); /* the key does not linger in freed memory */
     free(l->auth);
     free(l->base);
@@ -119,17 +162,12 @@ int fl_llm_exhausted(fl_llm *l) {
     return x;
 }
 
-/* Under l->mu: is the budget spent? Logs it the first time. */
+/* Under l->mu: is the budget spent? */
 static int spent(fl_llm *l) {
     const fl_llm_opts *o = &l->o;
     if ((o->max_calls > 0 && l->st.calls >= o->max_calls) ||
         (o->max_tokens > 0 && l->st.tokens >= o->max_tokens))
         l->st.exhausted = 1;
-    if (l->st.exhausted && !l->said) {
-        l->said = 1;
-        fl_log(1, "llm: budget exhausted (%lld calls, %lld tokens): no more LLM requests this run\n",
-               (long long)l->st.calls, (long long)l->st.tokens);
-    }
     return l->st.exhausted;
 }
 
@@ -193,9 +231,12 @@ static fl_status post(fl_llm *l, const char *endpoint, const char *body, char **
         pthread_mutex_lock(&l->mu);
         int over = spent(l);
         if (!over) l->st.calls++, l->st.retries += attempt > 0;
+        long long calls = (long long)l->st.calls, tokens = (long long)l->st.tokens;
         pthread_mutex_unlock(&l->mu);
         if (over) {
             snprintf(why, sizeof why, "budget exhausted");
+            fl_llm_say(l, FL_LLM_SAY_BUDGET, "llm: budget exhausted (%lld calls, %lld tokens): "
+                       "no more LLM requests this run", calls, tokens);
             break;
         }
         buf b = {.retry_after_ms = -1};
@@ -240,8 +281,11 @@ static fl_status post(fl_llm *l, const char *endpoint, const char *body, char **
     }
     curl_slist_free_all(hd);
     curl_easy_cleanup(h);
-    if (st) return fl_fail(e, FL_ERR_IO, "llm %s%s: %s", l->base, endpoint, why);
-    return FL_OK;
+    if (!st) return FL_OK;
+    char msg[4400];
+    snprintf(msg, sizeof msg, "llm %s%s: %s", l->base, endpoint, why);
+    if (strcmp(why, "budget exhausted")) fl_llm_say(l, FL_LLM_SAY_HTTP, "%s", msg);
+    return fl_fail(e, FL_ERR_IO, "%s", msg);
 }
 
 /* Cached POST of body: the parsed reply; usage tokens counted for fresh replies only.
@@ -297,6 +341,7 @@ static fl_status request_body(fl_llm *l, const char *endpoint, const char *body,
         cJSON_Delete(j);
         j = NULL;
         if (tries >= 1) {
+            fl_llm_say(l, FL_LLM_SAY_HTTP, "llm %s%s: the reply is not an OpenAI-compatible response", l->base, endpoint);
             st = fl_fail(e, FL_ERR_IO, "llm %s%s: the reply is not an OpenAI-compatible response", l->base, endpoint);
             break;
         }

@@ -104,7 +104,7 @@ fl_status fl_llm_judge(fl_llm *l, const fl_spec *spec, const fl_case *c, const f
             reply = r2;
             if (!st) ok = fl_llm_verdict_parse(reply, &v);
         }
-        if (!st && ok) fl_log(1, "llm judge: case %s: malformed verdict, counted as no: %.80s\n", c->id, reply);
+        if (!st && ok) fl_llm_malformed(l, "llm judge: case %s: malformed verdict, counted as no: %.80s", c->id, reply);
         free(reply);
         if (st || ok || !v.is_anomaly || v.confidence < thr) continue;
         agree++;

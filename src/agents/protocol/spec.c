@@ -138,6 +138,10 @@ static fl_status parse_agent(sp *p, const cJSON *o, int i) {
     for (int j = 0; j < i; j++)
         if (!strcmp(p->s->agents[j].name, a->name))
             return perr(p, FL_ERR_FORMAT, sub, "duplicate agent \"%s\"", a->name);
+    /* kept for the LLM generator's prompt (llm_gen.c); still a comment to everything else */
+    v = cJSON_GetObjectItemCaseSensitive(o, "description");
+    if (cJSON_IsString(v) && v->valuestring[0] && !(a->description = strdup(v->valuestring)))
+        return fl_fail(p->e, FL_ERR_NOMEM, "%s: out of memory", p->name);
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "tools"))) {
         pathf(sub, "%s.tools", path);
         if ((st = get_names(p, v, sub, "tool", &a->n_tools, &a->tools))) return st;
@@ -430,6 +434,7 @@ void fl_spec_free(fl_spec *s) {
     for (int i = 0; i < s->n_agents; i++) {
         fl_spec_agent *a = &s->agents[i];
         free(a->name);
+        free(a->description);
         free_names(a->n_tools, a->tools);
         for (int j = 0; j < a->n_points; j++) {
             free(a->points[j].name);

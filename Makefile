@@ -144,13 +144,13 @@ test-san:
 fuzz-smoke:
 	@fuzz/smoke.sh
 
-# The framework examples' targets of issue 16 (every planted defect, every declared edge, no
-# false spec violation, through spans alone). Not part of `make test` while they are unmet
-# (docs/agents-otel.md, "Framework examples", says which); run it to measure them.
+# The framework examples' targets (every planted defect, every declared edge, no false spec
+# violation, through spans alone): tests/test_otel_frameworks.c, part of test-fast like every
+# tests/test_*.c; this runs it alone.
 check-frameworks: $(BUILD)/flare
 	@scripts/deps.sh test
-	$(MAKE) --no-print-directory $(BUILD)/tests/frameworks/check_otel_frameworks
-	FLARE_BIN=$(BUILD)/flare $(BUILD)/tests/frameworks/check_otel_frameworks
+	$(MAKE) --no-print-directory $(BUILD)/tests/test_otel_frameworks
+	FLARE_BIN=$(BUILD)/flare $(BUILD)/tests/test_otel_frameworks
 
 demo: all
 	@scripts/demo.sh $(BUILD)/flare

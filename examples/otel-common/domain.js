@@ -3,11 +3,12 @@
 // write_file), the tools' deterministic bodies, and the planted defects. Each example wires
 // these into its framework; the stub LLM (llm_stub.js) picks routes and tool calls from the
 // user's instruction. The planted defects (README.md of each example lists them):
-//   toolerror  calculate's failure ("division by zero") is returned as a normal result
+//   toolerror  calculate throws on a division by zero (as a failing tool does: each framework
+//              records the failure its own way) and the agent answers with the error text
 //   handoff    "translate ..." routes to a 'translator' agent that spec.json does not declare
 //   loop       "review ..." bounces supervisor <-> writer 8 times (meant: once)
 //   leak       research on "config"/"key" answers with the system prompt's API key
-//   empty      "thanks"/"bye" gets an empty answer
+//   empty      "thanks"/"bye" gets an empty answer (the stub model answers nothing: llm_stub.js)
 //   tool       "delete ..." makes the writer call delete_file, a tool spec.json does not list
 'use strict';
 
@@ -27,7 +28,7 @@ function calculate({ expression }) {
   const m = /^\s*(-?\d+(?:\.\d+)?)\s*([-+*/])\s*(-?\d+(?:\.\d+)?)\s*$/.exec(String(expression));
   if (!m) return 'error: syntax error';
   const a = Number(m[1]), b = Number(m[3]);
-  if (m[2] === '/' && b === 0) return 'error: division by zero'; // planted: reported as success
+  if (m[2] === '/' && b === 0) throw new Error('division by zero'); // planted: the answer hides it
   const r = m[2] === '+' ? a + b : m[2] === '-' ? a - b : m[2] === '*' ? a * b : a / b;
   return String(Number.isInteger(r) ? r : Number(r.toPrecision(12)));
 }
@@ -53,8 +54,7 @@ const TOOLS = {
   delete_file: { description: 'Delete a draft', param: 'path', run: deleteFile },
 };
 
-// The supervisor's own decisions that are code, not model: the review loop and empty reply.
+// The supervisor's own decision that is code, not model: the review loop.
 const loopRounds = (text) => (/\breview\b/i.test(text) ? 8 : 1);
-const emptyAnswer = (text) => /^\s*(thanks|thank you|bye)\b/i.test(text);
 
-module.exports = { SECRET, SUPERVISOR_PROMPT, WORKERS, TOOLS, loopRounds, emptyAnswer };
+module.exports = { SECRET, SUPERVISOR_PROMPT, WORKERS, TOOLS, loopRounds };

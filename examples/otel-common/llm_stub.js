@@ -5,6 +5,7 @@
 // the last user message, the model answers with text built from them; otherwise it calls the first offered
 // tool whose name appears (as a word, '_' read as ' ') in the routing table below for the
 // user's instruction; with no such tool it answers in text. Same request, same reply.
+// Planted (the examples' "empty answer" defect): a thanks/bye gets an empty completion.
 //   node llm_stub.js [--port N]   prints "PORT <n>" on stdout once listening.
 'use strict';
 const http = require('http');
@@ -52,6 +53,7 @@ function decide(req) {
     .filter((m) => m.role === 'tool' && offered.has(callName.get(m.tool_call_id)))
     .map((m) => textOf(m.content));
   if (results.length > 0) return { content: `Done: ${results.join(' | ')}` };
+  if (/^\s*(thanks|thank you|bye)\b/i.test(instruction)) return { content: '' }; // planted
   for (const [re, words] of ROUTES) {
     if (!re.test(instruction)) continue;
     const t = tools.find((x) => x.function && words.some((w) =>

@@ -56,7 +56,6 @@ graph = graph.addEdge(START, 'supervisor')
 const app = graph.compile({ name: 'taskforce' });
 
 async function turn(text) {
-  if (D.emptyAnswer(text)) return '';
   const s = await app.invoke({ task: text, rounds: 0 }, { recursionLimit: 40 });
   return s.answer || '';
 }

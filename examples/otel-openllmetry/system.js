@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The task force of ../otel-common/domain.js instrumented with OpenLLMetry (Traceloop's node
 // SDK): a hand-written tool-calling loop over the openai client, the supervisor and each worker
-// wrapped in traceloop.withAgent, each tool in withTool, a turn in withWorkflow; the SDK's
+// wrapped in traceloop.withAgent, each tool in withTool, each user turn in withWorkflow; the SDK's
 // OpenAI instrumentation records the chat completions. The supervisor's tools route_to_<worker>
 // run the worker's loop. Spans go to OTEL_EXPORTER_OTLP_ENDPOINT through the OTLP/HTTP JSON
 // exporter handed to traceloop.initialize. Model: OPENAI_BASE_URL (the stub).
@@ -27,8 +27,8 @@ const fn = (name, description, param) => ({ type: 'function', function: { name, 
 
 // One agent: ask the model, run the tools it calls, until it answers in text (at most 4 steps).
 async function runAgent(name, prompt, tools, text) {
-  return traceloop.withAgent({ name }, async () => {
-    const messages = [{ role: 'system', content: prompt }, { role: 'user', content: text }];
+  return traceloop.withAgent({ name }, async (input) => {
+    const messages = [{ role: 'system', content: prompt }, { role: 'user', content: input }];
     for (let step = 0; step < 4; step++) {
       const r = await client.chat.completions.create({ model: 'stub-model', messages,
         tools: tools.length ? tools.map((t) => t.spec) : undefined });
@@ -37,13 +37,25 @@ async function runAgent(name, prompt, tools, text) {
       if (!m.tool_calls || m.tool_calls.length === 0) return m.content || '';
       for (const c of m.tool_calls) {
         const t = tools.find((x) => x.spec.function.name === c.function.name);
-        const out = await traceloop.withTool({ name: c.function.name },
-          async () => (t ? t.run(JSON.parse(c.function.arguments)) : `unknown tool ${c.function.name}`));
+        // A tool that throws is reported to the model as its result. OpenLLMetry 0.27's withTool
+        // never ends the span of a function that throws (withEntity has no rejection path: the
+        // span is lost), so the failure is recorded on its span with the OpenTelemetry API, as
+        // an OpenLLMetry user has to.
+        const out = await traceloop.withTool({ name: c.function.name }, async (a) => {
+          try {
+            return t ? await t.run(a) : `unknown tool ${c.function.name}`;
+          } catch (err) {
+            const span = api.trace.getActiveSpan();
+            span.recordException(err);
+            span.setStatus({ code: api.SpanStatusCode.ERROR, message: String(err.message || err) });
+            return `error: ${err.message || err}`;
+          }
+        }, JSON.parse(c.function.arguments));
         messages.push({ role: 'tool', tool_call_id: c.id, content: String(out) });
       }
     }
     return '';
-  });
+  }, text);
 }
 
 const workerTools = (w) => D.WORKERS[w].tools.map((t) => ({
@@ -52,7 +64,6 @@ const routes = Object.keys(D.WORKERS).map((w) => ({ spec: fn(`route_to_${w}`, `H
   run: (a) => runAgent(w, D.WORKERS[w].prompt, workerTools(w), a.task) }));
 
 async function turn(text) {
-  if (D.emptyAnswer(text)) return '';
   let answer = '';
   for (let round = 0; round < D.loopRounds(text); round++) {
     answer = await runAgent('supervisor', D.SUPERVISOR_PROMPT, routes, text);
@@ -60,12 +71,13 @@ async function turn(text) {
   return answer;
 }
 
+// one workflow per user turn, so that each turn's answer is its workflow's output
 harness.serve({ api, provider: { forceFlush: () => traceloop.forceFlush(), shutdown: () => traceloop.forceFlush() } },
-  (turns) => traceloop.withWorkflow({ name: 'taskforce' }, async () => {
+  async (turns) => {
     const answers = [];
-    for (const t of turns.slice(-6)) answers.push(await turn(t));
+    for (const t of turns.slice(-6)) answers.push(await traceloop.withWorkflow({ name: 'taskforce' }, turn, t));
     return answers.join('\n');
-  }), { stdoutEvents: process.argv.includes('stdout') }).catch((err) => {
+  }, { stdoutEvents: process.argv.includes('stdout') }).catch((err) => {
   process.stderr.write(`system.js: ${err && err.stack ? err.stack : err}\n`);
   process.exit(1);
 });

@@ -34,7 +34,6 @@ async function runWorker(name, task) {
 }
 
 async function turn(text) {
-  if (D.emptyAnswer(text)) return '';
   let answer = '';
   for (let round = 0; round < D.loopRounds(text); round++) {
     const routes = {};

@@ -31,7 +31,9 @@ typedef struct field {
     const char *if_key; /* only when attribute if_key == if_val (NULL: always) */
     const char *if_val;
     int own;            /* only for spans this convention classified */
+    int empty;          /* PRESENT_EMPTY: the attribute's presence means "" (see vc_out) */
 } field;
+#define PRESENT_EMPTY 1
 
 typedef struct convention {
     const char *name;
@@ -39,7 +41,7 @@ typedef struct convention {
     const field *f[FL_OTLP_F_COUNT]; /* each list ends with {NULL} */
 } convention;
 
-static const field none[] = {{NULL, NULL, NULL, 0}};
+static const field none[] = {{NULL, NULL, NULL, 0, 0}};
 
 /* ---- OpenTelemetry GenAI semantic conventions (v1.37: gen_ai.operation.name, gen_ai.agent.*,
  * gen_ai.tool.*, gen_ai.input/output.messages) --------------------------------------------- */
@@ -54,12 +56,12 @@ static const rule genai_rules[] = {
     {M_ATTR_EQ, "gen_ai.operation.name", "embeddings", NULL, 0, FL_OTLP_LLM},
     {M_ATTR_EQ, "gen_ai.operation.name", "handoff", NULL, 0, FL_OTLP_HANDOFF},
     {-1, NULL, NULL, NULL, 0, 0}};
-static const field genai_agent[] = {{"gen_ai.agent.name", NULL, NULL, 0}, {NULL, NULL, NULL, 0}};
-static const field genai_tool[] = {{"gen_ai.tool.name", NULL, NULL, 0}, {NULL, NULL, NULL, 0}};
-static const field genai_args[] = {{"gen_ai.tool.call.arguments", NULL, NULL, 0}, {NULL, NULL, NULL, 0}};
-static const field genai_result[] = {{"gen_ai.tool.call.result", NULL, NULL, 0}, {NULL, NULL, NULL, 0}};
-static const field genai_input[] = {{"gen_ai.input.messages", NULL, NULL, 0}, {NULL, NULL, NULL, 0}};
-static const field genai_output[] = {{"gen_ai.output.messages", NULL, NULL, 0}, {NULL, NULL, NULL, 0}};
+static const field genai_agent[] = {{"gen_ai.agent.name", NULL, NULL, 0, 0}, {NULL, NULL, NULL, 0, 0}};
+static const field genai_tool[] = {{"gen_ai.tool.name", NULL, NULL, 0, 0}, {NULL, NULL, NULL, 0, 0}};
+static const field genai_args[] = {{"gen_ai.tool.call.arguments", NULL, NULL, 0, 0}, {NULL, NULL, NULL, 0, 0}};
+static const field genai_result[] = {{"gen_ai.tool.call.result", NULL, NULL, 0, 0}, {NULL, NULL, NULL, 0, 0}};
+static const field genai_input[] = {{"gen_ai.input.messages", NULL, NULL, 0, 0}, {NULL, NULL, NULL, 0, 0}};
+static const field genai_output[] = {{"gen_ai.output.messages", NULL, NULL, 0, 0}, {NULL, NULL, NULL, 0, 0}};
 
 /* ---- OpenAI Agents SDK handoff spans (span data from_agent / to_agent) ------------------- */
 static const rule handoff_rules[] = {{M_ATTR_ANY, "to_agent", NULL, NULL, 0, FL_OTLP_HANDOFF},
@@ -70,7 +72,7 @@ static const rule handoff_rules[] = {{M_ATTR_ANY, "to_agent", NULL, NULL, 0, FL_
  * without '|'), is an agent; the nodes of a subgraph (a worker's own "agent"/"tools") are not */
 static const rule langgraph_rules[] = {{M_LANGGRAPH_NODE, "metadata", NULL, NULL, 0, FL_OTLP_AGENT},
                                        {-1, NULL, NULL, NULL, 0, 0}};
-static const field langgraph_agent[] = {{"@name", NULL, NULL, OWN}, {NULL, NULL, NULL, 0}};
+static const field langgraph_agent[] = {{"@name", NULL, NULL, OWN, 0}, {NULL, NULL, NULL, 0, 0}};
 
 /* ---- OpenInference (openinference.span.kind, tool.name, input.value / output.value,
  * input.mime_type, graph.node.id / graph.node.parent_id, metadata) ------------------------- */
@@ -82,14 +84,14 @@ static const rule oi_rules[] = {
     {M_ATTR_EQ, "openinference.span.kind", "RERANKER", NULL, 0, FL_OTLP_LLM},
     {M_ATTR_EQ, "openinference.span.kind", "CHAIN", NULL, 1, FL_OTLP_WORKFLOW},
     {-1, NULL, NULL, NULL, 0, 0}};
-static const field oi_agent[] = {{"agent.name", NULL, NULL, 0}, {"graph.node.id", NULL, NULL, 0},
-                                 {NULL, NULL, NULL, 0}};
-static const field oi_tool[] = {{"tool.name", NULL, NULL, 0}, {"tool_name", NULL, NULL, 0},
-                                {NULL, NULL, NULL, 0}};
-static const field oi_in[] = {{"input.value", NULL, NULL, 0}, {NULL, NULL, NULL, 0}};
-static const field oi_out[] = {{"output.value", NULL, NULL, 0}, {NULL, NULL, NULL, 0}};
-static const field oi_in_mime[] = {{"input.mime_type", NULL, NULL, 0}, {NULL, NULL, NULL, 0}};
-static const field oi_parent[] = {{"graph.node.parent_id", NULL, NULL, 0}, {NULL, NULL, NULL, 0}};
+static const field oi_agent[] = {{"agent.name", NULL, NULL, 0, 0}, {"graph.node.id", NULL, NULL, 0, 0},
+                                 {NULL, NULL, NULL, 0, 0}};
+static const field oi_tool[] = {{"tool.name", NULL, NULL, 0, 0}, {"tool_name", NULL, NULL, 0, 0},
+                                {NULL, NULL, NULL, 0, 0}};
+static const field oi_in[] = {{"input.value", NULL, NULL, 0, 0}, {NULL, NULL, NULL, 0, 0}};
+static const field oi_out[] = {{"output.value", NULL, NULL, 0, 0}, {NULL, NULL, NULL, 0, 0}};
+static const field oi_in_mime[] = {{"input.mime_type", NULL, NULL, 0, 0}, {NULL, NULL, NULL, 0, 0}};
+static const field oi_parent[] = {{"graph.node.parent_id", NULL, NULL, 0, 0}, {NULL, NULL, NULL, 0, 0}};
 
 /* ---- Traceloop OpenLLMetry (traceloop.span.kind workflow/task/agent/tool,
  * traceloop.entity.name / .input / .output, llm.request.type) ----------------------------- */
@@ -99,12 +101,12 @@ static const rule tl_rules[] = {
     {M_ATTR_EQ, "traceloop.span.kind", "tool", NULL, 0, FL_OTLP_TOOL},
     {M_ATTR_ANY, "llm.request.type", NULL, NULL, 0, FL_OTLP_LLM},
     {-1, NULL, NULL, NULL, 0, 0}};
-static const field tl_agent[] = {{"traceloop.entity.name", "traceloop.span.kind", "agent", 0},
-                                 {NULL, NULL, NULL, 0}};
-static const field tl_tool[] = {{"traceloop.entity.name", "traceloop.span.kind", "tool", 0},
-                                {NULL, NULL, NULL, 0}};
-static const field tl_in[] = {{"traceloop.entity.input", NULL, NULL, 0}, {NULL, NULL, NULL, 0}};
-static const field tl_out[] = {{"traceloop.entity.output", NULL, NULL, 0}, {NULL, NULL, NULL, 0}};
+static const field tl_agent[] = {{"traceloop.entity.name", "traceloop.span.kind", "agent", 0, 0},
+                                 {NULL, NULL, NULL, 0, 0}};
+static const field tl_tool[] = {{"traceloop.entity.name", "traceloop.span.kind", "tool", 0, 0},
+                                {NULL, NULL, NULL, 0, 0}};
+static const field tl_in[] = {{"traceloop.entity.input", NULL, NULL, 0, 0}, {NULL, NULL, NULL, 0, 0}};
+static const field tl_out[] = {{"traceloop.entity.output", NULL, NULL, 0, 0}, {NULL, NULL, NULL, 0, 0}};
 
 /* ---- Vercel AI SDK experimental_telemetry (span names ai.generateText / ai.streamText and
  * their .doGenerate / .doStream model calls, ai.toolCall; ai.telemetry.functionId names the
@@ -118,11 +120,15 @@ static const rule vercel_rules[] = {
     {M_NAME_EQ, NULL, "ai.streamText.doStream", NULL, 0, FL_OTLP_LLM},
     {M_NAME_EQ, NULL, "ai.generateObject.doGenerate", NULL, 0, FL_OTLP_LLM},
     {-1, NULL, NULL, NULL, 0, 0}};
-static const field vc_agent[] = {{"ai.telemetry.functionId", NULL, NULL, OWN}, {NULL, NULL, NULL, 0}};
-static const field vc_tool[] = {{"ai.toolCall.name", NULL, NULL, 0}, {NULL, NULL, NULL, 0}};
-static const field vc_args[] = {{"ai.toolCall.args", NULL, NULL, 0}, {NULL, NULL, NULL, 0}};
-static const field vc_result[] = {{"ai.toolCall.result", NULL, NULL, 0}, {NULL, NULL, NULL, 0}};
-static const field vc_out[] = {{"ai.response.text", NULL, NULL, 0}, {NULL, NULL, NULL, 0}};
+static const field vc_agent[] = {{"ai.telemetry.functionId", NULL, NULL, OWN, 0}, {NULL, NULL, NULL, 0, 0}};
+static const field vc_tool[] = {{"ai.toolCall.name", NULL, NULL, 0, 0}, {NULL, NULL, NULL, 0, 0}};
+static const field vc_args[] = {{"ai.toolCall.args", NULL, NULL, 0, 0}, {NULL, NULL, NULL, 0, 0}};
+static const field vc_result[] = {{"ai.toolCall.result", NULL, NULL, 0, 0}, {NULL, NULL, NULL, 0, 0}};
+/* the SDK leaves ai.response.text out when the text is empty: a finished call (its
+ * finishReason recorded) without it answered "" */
+static const field vc_out[] = {{"ai.response.text", NULL, NULL, OWN, 0},
+                               {"ai.response.finishReason", NULL, NULL, OWN, PRESENT_EMPTY},
+                               {NULL, NULL, NULL, 0, 0}};
 
 /* ---- GenAI by span name and provider alone (last: the weakest evidence) ------------------- */
 static const rule name_rules[] = {
@@ -138,11 +144,11 @@ static const rule name_rules[] = {
     {M_ATTR_ANY, "gen_ai.provider.name", NULL, NULL, 0, FL_OTLP_LLM},
     {M_ATTR_ANY, "gen_ai.system", NULL, NULL, 0, FL_OTLP_LLM}, /* before semconv 1.37 */
     {-1, NULL, NULL, NULL, 0, 0}};
-static const field name_agent[] = {{"@suffix", "invoke_agent", NULL, 0},
-                                   {"@suffix", "create_agent", NULL, 0}, {NULL, NULL, NULL, 0}};
-static const field name_tool[] = {{"@suffix", "execute_tool", NULL, 0}, {NULL, NULL, NULL, 0}};
-static const field name_in[] = {{"gen_ai.prompt", NULL, NULL, 0}, {NULL, NULL, NULL, 0}};
-static const field name_out[] = {{"gen_ai.completion", NULL, NULL, 0}, {NULL, NULL, NULL, 0}};
+static const field name_agent[] = {{"@suffix", "invoke_agent", NULL, 0, 0},
+                                   {"@suffix", "create_agent", NULL, 0, 0}, {NULL, NULL, NULL, 0, 0}};
+static const field name_tool[] = {{"@suffix", "execute_tool", NULL, 0, 0}, {NULL, NULL, NULL, 0, 0}};
+static const field name_in[] = {{"gen_ai.prompt", NULL, NULL, 0, 0}, {NULL, NULL, NULL, 0, 0}};
+static const field name_out[] = {{"gen_ai.completion", NULL, NULL, 0, 0}, {NULL, NULL, NULL, 0, 0}};
 
 /* field order: AGENT, TOOL, ARGS, RESULT, INPUT, OUTPUT, ARGS_MIME, PARENT_AGENT */
 static const convention conventions[] = {
@@ -210,6 +216,7 @@ static const char *field_value(const field *f, const fl_otlp_span *s) {
         return !strncmp(s->name, f->if_key, n) && s->name[n] == ' ' && s->name[n + 1] ? s->name + n + 1 : NULL;
     }
     if (f->if_key && (!(v = fl_otlp_attr_str(s, f->if_key)) || strcmp(v, f->if_val))) return NULL;
+    if (f->empty) return fl_otlp_attr_get(s, f->key) ? "" : NULL;
     return !strcmp(f->key, "@name") ? s->name : fl_otlp_attr_str(s, f->key);
 }
 

@@ -232,6 +232,15 @@ static void map_spans(const mctx *m, const int *order, evlist *L, int64_t *tin, 
                 add(L, s->start_ns, (fl_event){.kind = FL_EV_MESSAGE, .agent = (char *)agent,
                                                .to = (char *)agent_of(m, sub), .content = (char *)""});
                 pend_add(&pending, agent_of(m, sub), L->n - 1);
+                /* ... and back when the tool returns: the caller holds control again (its
+                 * answer is its own), the sub-agent's result is the message */
+                const char *res = fl_otlp_field_raw(s, FL_OTLP_F_RESULT);
+                int failed = 0;
+                char *unwrapped = otlp_unwrap_result(res, &failed);
+                add(L, s->end_ns, (fl_event){.kind = FL_EV_MESSAGE, .agent = (char *)agent_of(m, sub),
+                                             .to = (char *)agent,
+                                             .content = (char *)(unwrapped ? unwrapped : res ? res : "")});
+                free(unwrapped);
                 break;
             }
             const char *to = handoff_target(tool);

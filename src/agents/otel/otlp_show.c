@@ -130,17 +130,18 @@ static const char *clip(const char *s, char *buf, size_t n) {
 
 static const char *mark(const fl_spec *sp, const fl_event *ev) {
     if (!sp) return "";
-    int a = ev->agent ? fl_spec_agent_find(sp, ev->agent) : -1;
+    /* "user" (FL_SPEC_USER) is no undeclared agent: only FL_SPEC_NONE is */
+    int a = ev->agent ? fl_spec_agent_find(sp, ev->agent) : FL_SPEC_NONE;
     switch (ev->kind) {
     case FL_EV_MESSAGE: {
         int t = fl_spec_agent_find(sp, ev->to);
-        if (a < 0 && t < 0) return "   <- both agents undeclared";
-        if (a < 0) return "   <- undeclared agent (from)";
-        if (t < 0) return "   <- undeclared agent (to)";
+        if (a == FL_SPEC_NONE && t == FL_SPEC_NONE) return "   <- both agents undeclared";
+        if (a == FL_SPEC_NONE) return "   <- undeclared agent (from)";
+        if (t == FL_SPEC_NONE) return "   <- undeclared agent (to)";
         return fl_spec_edge_find(sp, a, t) < 0 ? "   <- undeclared edge" : "";
     }
     case FL_EV_TOOL_CALL:
-        if (a < 0) return "   <- undeclared agent";
+        if (a == FL_SPEC_NONE) return "   <- undeclared agent";
         return fl_spec_tool_find(sp, a, ev->tool) < 0 ? "   <- undeclared tool" : "";
     default: return "";
     }

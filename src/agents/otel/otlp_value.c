@@ -10,11 +10,27 @@
 static char *dupn(const char *s) { return s ? fl_utf8_dup(s, strlen(s)) : NULL; }
 static int starts(const char *s, const char *prefix) { return !strncmp(s, prefix, strlen(prefix)); }
 
+/* A function call serialized as {"args":[...],"kwargs":{...}} (OpenLLMetry's
+ * traceloop.entity.input: the wrapped function's arguments): the keyword arguments when there
+ * are any, else the only positional one, else the args list. Not that shape: NULL. */
+static cJSON *call_args(cJSON *j) {
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, "args"), *k = cJSON_GetObjectItemCaseSensitive(j, "kwargs");
+    if (!cJSON_IsObject(j) || cJSON_GetArraySize(j) != 2 || !cJSON_IsArray(a) || !cJSON_IsObject(k)) return NULL;
+    if (cJSON_GetArraySize(k) > 0) return (cJSON *)k;
+    return cJSON_GetArraySize(a) == 1 ? cJSON_GetArrayItem(a, 0) : (cJSON *)a;
+}
+
 /* Message text: gen_ai.*.messages are JSON arrays of {role, parts:[{type:"text",content}]}
  * (semconv 1.37); their text parts are joined. Anything else is used as it is. */
 char *otlp_message_text(const char *v) {
     cJSON *j = v ? cJSON_Parse(v) : NULL;
     char *out = NULL;
+    const cJSON *call = call_args(j);
+    if (cJSON_IsString(call)) {
+        out = dupn(call->valuestring);
+        cJSON_Delete(j);
+        return out;
+    }
     if (cJSON_IsArray(j)) {
         size_t cap = strlen(v) + 1, n = 0;
         out = malloc(cap);
@@ -42,11 +58,13 @@ char *otlp_message_text(const char *v) {
 
 /* Tool arguments as compact JSON text, read by their MIME type (input.mime_type): text/plain
  * is a string even when it starts like a number ("144 / 12"); otherwise a value that is one
- * whole JSON document is parsed, anything else is quoted as a JSON string. */
+ * whole JSON document is parsed (a serialized call: its arguments), anything else is quoted
+ * as a JSON string. */
 char *otlp_json_text(const char *v, const char *mime) {
     cJSON *j = mime && starts(mime, "text/") ? NULL : cJSON_ParseWithOpts(v, NULL, 1);
     if (!j) j = cJSON_CreateString(v);
-    char *s = j ? cJSON_PrintUnformatted(j) : NULL;
+    const cJSON *call = call_args(j);
+    char *s = j ? cJSON_PrintUnformatted(call ? call : j) : NULL;
     cJSON_Delete(j);
     char *out = s ? fl_utf8_dup(s, strlen(s)) : NULL;
     free(s);
@@ -121,21 +139,45 @@ static int control_flow_text(const char *t) {
     return 0;
 }
 
+/* The attribute key of span event ev, NULL when absent. */
+static const char *event_attr(const fl_otlp_event *ev, const char *key) {
+    for (int a = 0; a < ev->n_attrs; a++)
+        if (!strcmp(ev->attrs[a].key, key)) return ev->attrs[a].text;
+    return NULL;
+}
+
+/* The span's first "exception" event (semconv exceptions.md: exception.type / .message), -1. */
+static int exception_event(const fl_otlp_span *s) {
+    for (int k = 0; k < s->n_events; k++)
+        if (!strcmp(s->events[k].name, "exception")) return k;
+    return -1;
+}
+
+/* Failed: status ERROR, an error.type attribute (GenAI / semconv), or a recorded exception
+ * on a span whose status is not OK (OpenInference, the Vercel AI SDK and OTel's
+ * recordException all add the event; a handled exception leaves the status OK). Not when
+ * the exception is a framework's control flow. */
 int otlp_is_error(const fl_otlp_span *s) {
-    if (s->status_code != 2 && !fl_otlp_attr_get(s, "error.type")) return 0;
+    int x = exception_event(s);
+    if (s->status_code != 2 && !fl_otlp_attr_get(s, "error.type") && (x < 0 || s->status_code == 1)) return 0;
     if (control_flow_text(s->status_msg) || control_flow_text(fl_otlp_attr_str(s, "error.type")))
         return 0;
     for (int k = 0; k < s->n_events; k++)
-        for (int a = 0; a < s->events[k].n_attrs; a++)
-            if (!strcmp(s->events[k].attrs[a].key, "exception.type") &&
-                control_flow_text(s->events[k].attrs[a].text))
-                return 0;
+        if (!strcmp(s->events[k].name, "exception") && (control_flow_text(event_attr(&s->events[k], "exception.type")) ||
+                                                       control_flow_text(event_attr(&s->events[k], "exception.message"))))
+            return 0;
     return 1;
 }
 
+/* What failed, for a failed call without a result: the exception's message, else the status
+ * message, error.type, the exception's type, else "error". */
 const char *otlp_error_text(const fl_otlp_span *s) {
-    if (s->status_msg) return s->status_msg;
-    const char *v = fl_otlp_attr_str(s, "error.type");
+    int x = exception_event(s);
+    const char *v = x >= 0 ? event_attr(&s->events[x], "exception.message") : NULL;
+    if (v && v[0]) return v;
+    if (s->status_msg && s->status_msg[0]) return s->status_msg;
+    v = fl_otlp_attr_str(s, "error.type");
+    if (v && v[0]) return v;
+    v = x >= 0 ? event_attr(&s->events[x], "exception.type") : NULL;
     return v && v[0] ? v : "error";
 }
-

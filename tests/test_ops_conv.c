@@ -250,6 +250,13 @@ static void test_conv(void **state) {
         /* the small direct path with a full vector block and a short map block (7 maps) */
         CONV(.c = 1, .m = 7, .h = 12, .w = 13, .kh = 5, .kw = 5, .bias = 1),
         CONV(.m = 1, .h = 9, .w = 11, .bias = 1), /* one map: the blocks repeat it */
+        /* the strided folds (conv_lower.c): DCGAN's 4x4 stride 2 pad 1, odd sides, stride 3
+         * and 4 with padding on one side, and stride 5 (the generic path) */
+        CONV(.n = 3, .h = 8, .w = 8, .kh = 4, .kw = 4, .sh = 2, .sw = 2, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .bias = 1),
+        CONV(.h = 9, .w = 7, .kh = 4, .kw = 4, .sh = 2, .sw = 2, .pt = 1, .pl = 1, .pb = 1, .pr = 1),
+        CONV(.h = 10, .w = 11, .kh = 3, .kw = 5, .sh = 1, .sw = 3, .pt = 0, .pl = 2, .pb = 0, .pr = 0),
+        CONV(.h = 9, .w = 13, .kh = 2, .kw = 3, .sh = 4, .sw = 4, .pl = 1, .pr = 3),
+        CONV(.h = 9, .w = 13, .kh = 3, .kw = 3, .sh = 5, .sw = 5, .pl = 1, .pr = 1),
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_conv(cases[i], 0);
 }
@@ -267,6 +274,10 @@ static void test_convtranspose(void **state) {
         CONV(.sh = 2, .sw = 2, .auto_pad = "SAME_UPPER"),
         CONV(.sh = 2, .sw = 2, .auto_pad = "SAME_LOWER", .bias = 1),
         CONV(.kh = 1, .kw = 1, .bias = 1),                              /* direct */
+        /* the strided folds: FuzzGAN's generator upsampling (4x4 stride 2 pad 1), stride 3 */
+        CONV(.n = 3, .c = 3, .m = 2, .h = 4, .w = 4, .kh = 4, .kw = 4, .sh = 2, .sw = 2, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .bias = 1),
+        CONV(.h = 3, .w = 5, .kh = 4, .kw = 4, .sh = 2, .sw = 2, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .oph = 1, .opw = 1),
+        CONV(.h = 4, .w = 3, .kh = 2, .kw = 5, .sh = 1, .sw = 3, .pl = 2, .pr = 1),
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_conv(cases[i], 1);
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/simd.h"
 #include "flare/model.h"
 #include "nn/op_conv.h"
 
@@ -76,20 +77,135 @@ void fl_lowered_free(fl_lowered *L) {
     L->slots = 0;
 }
 
+/* ---- strided folds ----------------------------------------------------------------------
+ * The generic im2col/col2im (src/tensor/kernels.c) read a strided input row one element at a
+ * time and call memset for each padded edge of each output row. For the 4x4 stride-2 padded
+ * convolutions of a DCGAN-style network (FuzzGAN's discriminator, and the transposed ones of
+ * its generator), whose output rows are 7 or 14 floats, that was a fifth of a training step
+ * (perf, docs/fuzzgan.md). Here each input row is split once into its s phases, the padding
+ * as zeros: the padded row's element j*s + r is phase r's element j. Tap kj of output column
+ * ox reads the padded row at ox*s + kj, phase kj % s at ox + kj / s, so the cols row of every
+ * (ki, kj) is one contiguous run of ow floats of a phase. col2im runs the map backwards: the
+ * taps add into the phases, which are interleaved into the image row once; its additions come
+ * in the generic path's order ((ki, kj) ascending, from zero), so with `clear` the result is
+ * bit-identical, and clearing costs no separate pass. */
+enum { FOLD_MAX_S = 4, FOLD_MAX_PW = 1024 };
+
+/* Phase entries a row needs: ox + kj / s up to ow - 1 + (kw - 1) / s. */
+static int phase_width(const fl_conv2d_geom *g) { return g->ow + (g->kw - 1) / g->sw; }
+
+static int strided_ok(const fl_conv2d_geom *g) {
+    return g->sw >= 2 && g->sw <= FOLD_MAX_S && g->dw == 1 && phase_width(g) <= FOLD_MAX_PW;
+}
+
+/* The output row oy that input row iy feeds through kernel row ki, or -1. */
+static int out_row(const fl_conv2d_geom *g, int iy, int ki) {
+    int t = iy + g->pt - ki * g->dh;
+    return t < 0 || t % g->sh || t / g->sh >= g->oh ? -1 : t / g->sh;
+}
+
+static void split_row(float *ph, int pw, const float *row, const fl_conv2d_geom *g) {
+    for (int r = 0; r < g->sw; r++)
+        for (int j = 0; j < pw; j++) {
+            int x = j * g->sw + r - g->pl;
+            ph[r * pw + j] = x >= 0 && x < g->w ? row[x] : 0.0f;
+        }
+}
+
+FL_HOT_CLONES
+static void im2col_strided(float *cols, size_t ld, const float *img, const fl_conv2d_geom *g) {
+    const int s = g->sw, pw = phase_width(g), ow = g->ow, taps = g->kh * g->kw;
+    float ph[FOLD_MAX_S * FOLD_MAX_PW];
+    for (int ci = 0; ci < g->c; ci++) {
+        const float *plane = img + (size_t)ci * g->h * g->w;
+        float *rows = cols + (size_t)ci * taps * ld; /* row (ci, ki, kj) at (ki*kw + kj)*ld */
+        for (int ki = 0; ki < g->kh; ki++) /* output rows that read a padding row */
+            for (int oy = 0; oy < g->oh; oy++) {
+                int iy = oy * g->sh - g->pt + ki * g->dh;
+                if (iy >= 0 && iy < g->h) continue;
+                for (int kj = 0; kj < g->kw; kj++) {
+                    float *d = rows + (size_t)(ki * g->kw + kj) * ld + (size_t)oy * ow;
+                    for (int k = 0; k < ow; k++) d[k] = 0.0f;
+                }
+            }
+        for (int iy = 0; iy < g->h; iy++) {
+            int split = 0;
+            for (int ki = 0; ki < g->kh; ki++) {
+                int oy = out_row(g, iy, ki);
+                if (oy < 0) continue;
+                if (!split) split_row(ph, pw, plane + (size_t)iy * g->w, g), split = 1;
+                for (int kj = 0; kj < g->kw; kj++) {
+                    float *restrict d = rows + (size_t)(ki * g->kw + kj) * ld + (size_t)oy * ow;
+                    const float *restrict src = ph + (kj % s) * pw + kj / s;
+                    for (int k = 0; k < ow; k++) d[k] = src[k];
+                }
+            }
+        }
+    }
+}
+
+/* img (+)= the fold of cols; clear: img = (every element written, no clearing pass). */
+FL_HOT_CLONES
+static void col2im_strided(float *img, const float *cols, size_t ld, const fl_conv2d_geom *g,
+                           int clear) {
+    const int s = g->sw, pw = phase_width(g), ow = g->ow, taps = g->kh * g->kw;
+    float ph[FOLD_MAX_S * FOLD_MAX_PW];
+    for (int ci = 0; ci < g->c; ci++) {
+        float *plane = img + (size_t)ci * g->h * g->w;
+        const float *rows = cols + (size_t)ci * taps * ld;
+        for (int iy = 0; iy < g->h; iy++) {
+            float *dst = plane + (size_t)iy * g->w;
+            int any = 0;
+            for (int ki = 0; ki < g->kh; ki++) {
+                int oy = out_row(g, iy, ki);
+                if (oy < 0) continue;
+                if (!any)
+                    for (int k = 0; k < s * pw; k++) ph[k] = 0.0f;
+                any = 1;
+                for (int kj = 0; kj < g->kw; kj++) {
+                    const float *restrict src = rows + (size_t)(ki * g->kw + kj) * ld + (size_t)oy * ow;
+                    float *restrict d = ph + (kj % s) * pw + kj / s;
+                    for (int k = 0; k < ow; k++) d[k] += src[k];
+                }
+            }
+            if (!any) { /* no tap reads this row */
+                for (int x = 0; clear && x < g->w; x++) dst[x] = 0.0f;
+                continue;
+            }
+            /* interleave: image column x is the padded row's x + pl, phase (x + pl) % s; the
+             * columns past the last phase entry get nothing (zero when clearing) */
+            for (int r = 0; r < s; r++)
+                for (int j = 0; j < pw; j++) {
+                    int x = j * s + r - g->pl;
+                    if (x >= 0 && x < g->w) dst[x] = clear ? ph[r * pw + j] : dst[x] + ph[r * pw + j];
+                }
+            int tail = s * pw - g->pl;
+            for (int x = tail < 0 ? 0 : tail; clear && x < g->w; x++) dst[x] = 0.0f;
+        }
+    }
+}
+
 /* im2col of images n0..n0+b of `in` into cols [ci*kh*kw, b*P] (image j's columns at j*P), or
- * (in == NULL) col2im of cols added into the same images of `out`: one strided call per
- * image. */
+ * (in == NULL) col2im of cols added into the same images of `out` (written, when clear): one
+ * call per image. */
 static void chunk_fold(const fl_lowered *L, fl_lowered_buf *B, const float *in, float *out,
-                       int n0, int b) {
+                       int n0, int b, int clear) {
     fl_conv2d_geom all = L->g;
     all.c = L->ci;
     size_t p = (size_t)all.oh * all.ow, img = (size_t)L->ci * all.h * all.w, ld = (size_t)b * p;
+    const int strided = strided_ok(&all);
     for (int j = 0; j < b; j++) {
         size_t at = (size_t)(n0 + j) * img;
-        if (in)
+        if (in && strided) {
+            im2col_strided(B->cols + j * p, ld, in + at, &all);
+        } else if (in) {
             fl_im2col_ld(B->cols + j * p, ld, in + at, &all);
-        else
+        } else if (strided) {
+            col2im_strided(out + at, B->cols + j * p, ld, &all, clear);
+        } else {
+            if (clear) memset(out + at, 0, sizeof(float) * img);
             fl_col2im_ld(out + at, B->cols + j * p, ld, &all);
+        }
     }
 }
 
@@ -128,7 +244,7 @@ static const float *chunk_mat(const fl_lowered *L, fl_lowered_buf *B, const floa
 static const float *chunk_cols(const fl_lowered *L, fl_lowered_buf *B, const float *I, int n0,
                                int b, int trust_cache) {
     if (L->direct) return I + (size_t)n0 * L->ci * L->g.h * L->g.w;
-    if (!trust_cache || B->cached != n0) chunk_fold(L, B, I, NULL, n0, b);
+    if (!trust_cache || B->cached != n0) chunk_fold(L, B, I, NULL, n0, b, 0);
     B->cached = n0;
     return B->cols;
 }
@@ -193,11 +309,7 @@ static void adjoint_range(void *ctx, int64_t lo, int64_t hi, int tid) {
         for (int gi = 0; gi < L->group; gi++)
             fl_sgemm(1, 0, kg, ld, zg, 1.0f, J->W + (size_t)gi * zg * kg, kg,
                      mat + (size_t)gi * zg * ld, ld, beta, dst + (size_t)gi * kg * ld, ld);
-        if (L->direct) continue;
-        if (J->clear) /* the chunk's images, while they are about to be in cache anyway */
-            memset(J->I + (size_t)n0 * L->ci * g->h * g->w, 0,
-                   sizeof(float) * (size_t)b * L->ci * g->h * g->w);
-        chunk_fold(L, B, NULL, J->I, n0, b);
+        if (!L->direct) chunk_fold(L, B, NULL, J->I, n0, b, J->clear);
     }
 }
 

@@ -295,6 +295,33 @@ static void test_train_resume_open(void **state) {
     fl_dataset_free(d);
 }
 
+/* A generator trained briefly (3 batches of 16) against m in work folder dir, opened. */
+static fl_gan *small_gen(fl_model *m, const fl_dataset *d, const char *dir, uint64_t seed,
+                         const char *name) {
+    fl_err e = {0};
+    fl_gan_opts go;
+    fl_gan_opts_default(&go);
+    go.batch = 16, go.epochs = 1, go.max_batches = 3, go.seed = seed;
+    go.work_dir = dir;
+    fl_model *g = NULL;
+    if (fl_gan_train(m, d, &go, &g, &e) != FL_OK) fail_msg("%s", e.msg);
+    fl_gan *gen;
+    assert_int_equal(fl_gan_open(g, name, &gen, &e), FL_OK);
+    return gen;
+}
+
+/* A fuzzgan campaign of 8 cases a round into DIR/out (the path in out[160]). */
+static void gan_campaign(fl_fuzz_opts *o, fl_model *m, fl_gan *gen, const char *dir, char *out) {
+    fl_fuzz_opts_default(o);
+    o->strategy = FL_FUZZ_FUZZGAN;
+    o->model = m;
+    o->gen = gen;
+    o->criterion = "nc:0.6:meanabs";
+    o->k = 8;
+    snprintf(out, 160, "%s/out", dir);
+    o->out_dir = out;
+}
+
 /* `flare gan fuzz`'s campaign: the suite budget, the files of the nn fuzz folder, each failing
  * case a finding of its own class, and the checks that come before anything is written. */
 static void test_fuzzgan(void **state) {
@@ -302,27 +329,12 @@ static void test_fuzzgan(void **state) {
     fl_err e = {0};
     fl_dataset *d = bands(80, 10);
     fl_model *m = lenet1(10);
-    fl_gan_opts go;
-    fl_gan_opts_default(&go);
-    go.batch = 16, go.epochs = 1, go.max_batches = 3, go.seed = 2;
-    char dir[128];
+    char dir[128], out[160];
     snprintf(dir, sizeof dir, "%s", tmpdir("g"));
-    go.work_dir = dir;
-    fl_model *g = NULL;
-    assert_int_equal(fl_gan_train(m, d, &go, &g, &e), FL_OK);
-    fl_gan *gen;
-    assert_int_equal(fl_gan_open(g, "gen.onnx", &gen, &e), FL_OK);
+    fl_gan *gen = small_gen(m, d, dir, 2, "gen.onnx");
     fl_fuzz_opts o;
-    fl_fuzz_opts_default(&o);
-    o.strategy = FL_FUZZ_FUZZGAN;
-    o.model = m;
-    o.gen = gen;
-    o.criterion = "nc:0.6:meanabs";
+    gan_campaign(&o, m, gen, dir, out);
     o.max_suite = 12;
-    o.k = 8;
-    char out[160];
-    snprintf(out, sizeof out, "%s/out", dir);
-    o.out_dir = out;
     fl_fuzz_result r;
     if (fl_fuzz_run(&o, &r, &e) != FL_OK) fail_msg("%s", e.msg);
     assert_true(r.last.corpus == 12);
@@ -440,35 +452,17 @@ static void test_fuzzgan_resume(void **state) {
     fl_err e = {0};
     fl_dataset *d = bands(80, 10);
     fl_model *m = lenet1(10);
-    fl_gan_opts go;
-    fl_gan_opts_default(&go);
-    go.batch = 16, go.epochs = 1, go.max_batches = 3, go.seed = 2;
-    char dir[128];
+    char dir[128], dir2[160], out[160];
     snprintf(dir, sizeof dir, "%s", tmpdir("r"));
-    go.work_dir = dir;
-    fl_model *g = NULL, *g2 = NULL;
-    assert_int_equal(fl_gan_train(m, d, &go, &g, &e), FL_OK);
-    go.seed = 3; /* another generator, for the refusal below */
-    char dir2[160];
     snprintf(dir2, sizeof dir2, "%s/other", dir);
-    go.work_dir = dir2;
-    assert_int_equal(fl_gan_train(m, d, &go, &g2, &e), FL_OK);
-    fl_gan *gen, *gen2;
-    assert_int_equal(fl_gan_open(g, "gen.onnx", &gen, &e), FL_OK);
-    assert_int_equal(fl_gan_open(g2, "other.onnx", &gen2, &e), FL_OK);
+    fl_gan *gen = small_gen(m, d, dir, 2, "gen.onnx");
+    fl_gan *gen2 = small_gen(m, d, dir2, 3, "other.onnx"); /* for the refusal below */
     fl_fuzz_opts o;
-    fl_fuzz_opts_default(&o);
-    o.strategy = FL_FUZZ_FUZZGAN;
-    o.model = m;
-    o.gen = gen;
-    o.criterion = "nc:0.3:meanabs"; /* low enough that 24 cases do not cover every neuron */
+    gan_campaign(&o, m, gen, dir, out);
+    o.criterion = "nc:0.3:meanabs"; /* low enough that 32 cases do not cover every neuron */
     o.target_cov = 1;
-    o.k = 8;
     o.max_execs = 16; /* -E: two rounds */
     o.seed = 9;
-    char out[160];
-    snprintf(out, sizeof out, "%s/out", dir);
-    o.out_dir = out;
     fl_fuzz_result r1, r2;
     if (fl_fuzz_run(&o, &r1, &e) != FL_OK) fail_msg("%s", e.msg);
     assert_int_equal(r1.last.execs, 16);

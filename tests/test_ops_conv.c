@@ -522,11 +522,42 @@ static void test_errors(void **state) {
     fl_tensor_free(&w4);
 }
 
+/* The strided col2im (conv_lower.c) against the generic one (src/tensor/kernels.c): written
+ * when clearing (nothing of what was there survives), added otherwise; the sums in another
+ * order, so within rounding. */
+static void test_strided_fold(void **state) {
+    (void)state;
+    /* 3 images [2, 9, 7] <- Z [3, 5, 5x4], 4x4 stride 2 pad 1 */
+    fl_conv2d_geom g = {.c = 2, .h = 9, .w = 7, .kh = 4, .kw = 4, .sh = 2, .sw = 2,
+                        .pt = 1, .pl = 1, .pb = 1, .pr = 1, .dh = 1, .dw = 1, .oh = 5, .ow = 4};
+    const int n = 3, zc = 5, k = g.c * g.kh * g.kw, p = g.oh * g.ow, img = g.c * g.h * g.w;
+    fl_node node = {.name = "t"};
+    fl_lowered L = {0};
+    fl_err e = {0};
+    assert_int_equal(fl_lowered_plan(&L, &node, n, g.c, zc, 1, &g, 1, &e), FL_OK);
+    fl_tensor W = t4(1, 1, zc, k, -1, 1), Z = t4(n, zc, g.oh, g.ow, -1, 1);
+    fl_tensor I = t4(n, g.c, g.h, g.w, 5, 6), I2 = t4(n, g.c, g.h, g.w, 0, 0);
+    fl_tensor want = t4(n, g.c, g.h, g.w, 0, 0), cols = t4(1, 1, k, p, 0, 0);
+    fl_lowered_adjoint(&L, W.data, Z.data, I.data, 1); /* I's 5..6 must not survive */
+    for (int j = 0; j < n; j++) {
+        fl_sgemm(1, 0, k, p, zc, 1.0f, W.data, k, Z.data + (size_t)j * zc * p, p, 0.0f, cols.data, p);
+        fl_col2im_ld(want.data + (size_t)j * img, cols.data, (size_t)p, &g);
+    }
+    for (int64_t i = 0; i < I.size; i++) assert_float_equal(I.data[i], want.data[i], 1e-5);
+    memcpy(I2.data, I.data, sizeof(float) * (size_t)I.size);
+    fl_lowered_adjoint(&L, W.data, Z.data, I2.data, 0);
+    for (int64_t i = 0; i < I.size; i++) assert_float_equal(I2.data[i], 2 * I.data[i], 1e-5);
+    fl_lowered_free(&L);
+    fl_tensor *all[] = {&W, &Z, &I, &I2, &want, &cols};
+    for (int i = 0; i < 6; i++) fl_tensor_free(all[i]);
+}
+
 int main(void) {
     fl_rng_seed(&rng, 42);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv),
         cmocka_unit_test(test_convtranspose),
+        cmocka_unit_test(test_strided_fold),
         cmocka_unit_test(test_conv_known_values),
         cmocka_unit_test(test_param_grads_only),
         cmocka_unit_test(test_pools),

@@ -82,107 +82,114 @@ void fl_lowered_free(fl_lowered *L) {
  * time and call memset for each padded edge of each output row. For the 4x4 stride-2 padded
  * convolutions of a DCGAN-style network (FuzzGAN's discriminator, and the transposed ones of
  * its generator), whose output rows are 7 or 14 floats, that was a fifth of a training step
- * (perf, docs/fuzzgan.md). Here each input row is split once into its s phases, the padding
- * as zeros: the padded row's element j*s + r is phase r's element j. Tap kj of output column
- * ox reads the padded row at ox*s + kj, phase kj % s at ox + kj / s, so the cols row of every
- * (ki, kj) is one contiguous run of ow floats of a phase. col2im runs the map backwards: the
- * taps add into the phases, which are interleaved into the image row once; its additions come
- * in the generic path's order ((ki, kj) ascending, from zero), so with `clear` the result is
- * bit-identical, and clearing costs no separate pass. */
-enum { FOLD_MAX_S = 4, FOLD_MAX_PW = 1024 };
+ * (perf, docs/fuzzgan.md). Here each input plane is first split into its s column phases, the
+ * padding as zeros: padded column j*s + r is phase r's column j. Tap kj of output column ox
+ * reads the padded row at ox*s + kj, phase kj % s at ox + kj / s, so every output row of every
+ * tap is one contiguous run of ow floats of a phase. col2im runs the map backwards: the taps
+ * add into zeroed phases, which are then interleaved into the image, written when clearing
+ * (no separate clearing pass). The whole plane is split (or summed) before it is read: a
+ * phase row read right after its scalar stores stalls on store forwarding (measured: half of
+ * im2col's time when it was done row by row). col2im adds the taps kj-major, so that a tap's
+ * adds (one float further than tap kj - s's, a misaligned overlap) do not come right after
+ * the ones they overlap; per element the sum is in another order than the generic path's, the
+ * same up to rounding. */
+enum { FOLD_MAX_S = 4, FOLD_MAX_PLANE = 8192 }; /* floats of the phases (32 KiB, stack) */
 
-/* Phase entries a row needs: ox + kj / s up to ow - 1 + (kw - 1) / s. */
+/* Phase columns a row needs: ox + kj / s up to ow - 1 + (kw - 1) / s. */
 static int phase_width(const fl_conv2d_geom *g) { return g->ow + (g->kw - 1) / g->sw; }
 
 static int strided_ok(const fl_conv2d_geom *g) {
-    return g->sw >= 2 && g->sw <= FOLD_MAX_S && g->dw == 1 && phase_width(g) <= FOLD_MAX_PW;
+    return g->sw >= 2 && g->sw <= FOLD_MAX_S && g->dw == 1 &&
+           (int64_t)g->sw * g->h * phase_width(g) <= FOLD_MAX_PLANE;
 }
 
-/* The output row oy that input row iy feeds through kernel row ki, or -1. */
-static int out_row(const fl_conv2d_geom *g, int iy, int ki) {
-    int t = iy + g->pt - ki * g->dh;
-    return t < 0 || t % g->sh || t / g->sh >= g->oh ? -1 : t / g->sh;
-}
-
-static void split_row(float *ph, int pw, const float *row, const fl_conv2d_geom *g) {
+/* ph[(r*h + y)*pw + j] = plane[y][j*s + r - pl], 0 outside the plane. */
+static void split_plane(float *ph, int pw, const float *plane, const fl_conv2d_geom *g) {
     for (int r = 0; r < g->sw; r++)
-        for (int j = 0; j < pw; j++) {
-            int x = j * g->sw + r - g->pl;
-            ph[r * pw + j] = x >= 0 && x < g->w ? row[x] : 0.0f;
-        }
+        for (int y = 0; y < g->h; y++)
+            for (int j = 0; j < pw; j++) {
+                int x = j * g->sw + r - g->pl;
+                ph[((size_t)r * g->h + y) * pw + j] = x >= 0 && x < g->w ? plane[(size_t)y * g->w + x] : 0.0f;
+            }
+}
+
+/* ow is a constant where the caller passes one (7 and 14: FuzzGAN's 28x28 images), so the
+ * row moves compile to a few vector moves instead of loops with a run-time trip count, which
+ * gcc turns into memcpy calls that cost more than the 28 bytes they move. */
+static inline __attribute__((always_inline)) void im2col_strided_rows(
+    float *cols, size_t ld, const float *img, const fl_conv2d_geom *g, int ow) {
+    const int s = g->sw, pw = phase_width(g), taps = g->kh * g->kw;
+    float ph[FOLD_MAX_PLANE];
+    for (int ci = 0; ci < g->c; ci++) {
+        split_plane(ph, pw, img + (size_t)ci * g->h * g->w, g);
+        for (int ki = 0; ki < g->kh; ki++)
+            for (int kj = 0; kj < g->kw; kj++) {
+                float *row = cols + ((size_t)ci * taps + ki * g->kw + kj) * ld;
+                const float *phase = ph + (size_t)(kj % s) * g->h * pw + kj / s;
+                for (int oy = 0; oy < g->oh; oy++) {
+                    int iy = oy * g->sh - g->pt + ki * g->dh;
+                    float *restrict d = row + (size_t)oy * ow;
+                    if (iy < 0 || iy >= g->h) {
+                        for (int k = 0; k < ow; k++) d[k] = 0.0f;
+                        continue;
+                    }
+                    const float *restrict src = phase + (size_t)iy * pw;
+                    for (int k = 0; k < ow; k++) d[k] = src[k];
+                }
+            }
+    }
 }
 
 FL_HOT_CLONES
 static void im2col_strided(float *cols, size_t ld, const float *img, const fl_conv2d_geom *g) {
-    const int s = g->sw, pw = phase_width(g), ow = g->ow, taps = g->kh * g->kw;
-    float ph[FOLD_MAX_S * FOLD_MAX_PW];
+    if (g->ow == 7) im2col_strided_rows(cols, ld, img, g, 7);
+    else if (g->ow == 14) im2col_strided_rows(cols, ld, img, g, 14);
+    else im2col_strided_rows(cols, ld, img, g, g->ow);
+}
+
+/* img (+)= the fold of cols; clear: img = (every element written, no clearing pass). */
+static inline __attribute__((always_inline)) void col2im_strided_rows(
+    float *img, const float *cols, size_t ld, const fl_conv2d_geom *g, int clear, int ow) {
+    const int s = g->sw, pw = phase_width(g), taps = g->kh * g->kw;
+    float ph[FOLD_MAX_PLANE];
     for (int ci = 0; ci < g->c; ci++) {
-        const float *plane = img + (size_t)ci * g->h * g->w;
-        float *rows = cols + (size_t)ci * taps * ld; /* row (ci, ki, kj) at (ki*kw + kj)*ld */
-        for (int ki = 0; ki < g->kh; ki++) /* output rows that read a padding row */
-            for (int oy = 0; oy < g->oh; oy++) {
-                int iy = oy * g->sh - g->pt + ki * g->dh;
-                if (iy >= 0 && iy < g->h) continue;
-                for (int kj = 0; kj < g->kw; kj++) {
-                    float *d = rows + (size_t)(ki * g->kw + kj) * ld + (size_t)oy * ow;
-                    for (int k = 0; k < ow; k++) d[k] = 0.0f;
-                }
-            }
-        for (int iy = 0; iy < g->h; iy++) {
-            int split = 0;
+        for (int k = 0; k < s * g->h * pw; k++) ph[k] = 0.0f;
+        for (int kj = 0; kj < g->kw; kj++)
             for (int ki = 0; ki < g->kh; ki++) {
-                int oy = out_row(g, iy, ki);
-                if (oy < 0) continue;
-                if (!split) split_row(ph, pw, plane + (size_t)iy * g->w, g), split = 1;
-                for (int kj = 0; kj < g->kw; kj++) {
-                    float *restrict d = rows + (size_t)(ki * g->kw + kj) * ld + (size_t)oy * ow;
-                    const float *restrict src = ph + (kj % s) * pw + kj / s;
-                    for (int k = 0; k < ow; k++) d[k] = src[k];
+                const float *row = cols + ((size_t)ci * taps + ki * g->kw + kj) * ld;
+                float *phase = ph + (size_t)(kj % s) * g->h * pw + kj / s;
+                for (int oy = 0; oy < g->oh; oy++) {
+                    int iy = oy * g->sh - g->pt + ki * g->dh;
+                    if (iy < 0 || iy >= g->h) continue;
+                    const float *restrict src = row + (size_t)oy * ow;
+                    float *restrict d = phase + (size_t)iy * pw;
+                    for (int k = 0; k < ow; k++) d[k] += src[k];
                 }
             }
+        /* interleave: image column x is padded column x + pl, phase (x + pl) % s; the columns
+         * past the last phase column get nothing (zero when clearing) */
+        float *plane = img + (size_t)ci * g->h * g->w;
+        const int tail = s * pw - g->pl;
+        for (int y = 0; y < g->h; y++) {
+            float *dst = plane + (size_t)y * g->w;
+            for (int r = 0; r < s; r++) {
+                const float *src = ph + ((size_t)r * g->h + y) * pw;
+                for (int j = 0; j < pw; j++) {
+                    int x = j * s + r - g->pl;
+                    if (x >= 0 && x < g->w) dst[x] = clear ? src[j] : dst[x] + src[j];
+                }
+            }
+            for (int x = tail < 0 ? 0 : tail; clear && x < g->w; x++) dst[x] = 0.0f;
         }
     }
 }
 
-/* img (+)= the fold of cols; clear: img = (every element written, no clearing pass). */
 FL_HOT_CLONES
 static void col2im_strided(float *img, const float *cols, size_t ld, const fl_conv2d_geom *g,
                            int clear) {
-    const int s = g->sw, pw = phase_width(g), ow = g->ow, taps = g->kh * g->kw;
-    float ph[FOLD_MAX_S * FOLD_MAX_PW];
-    for (int ci = 0; ci < g->c; ci++) {
-        float *plane = img + (size_t)ci * g->h * g->w;
-        const float *rows = cols + (size_t)ci * taps * ld;
-        for (int iy = 0; iy < g->h; iy++) {
-            float *dst = plane + (size_t)iy * g->w;
-            int any = 0;
-            for (int ki = 0; ki < g->kh; ki++) {
-                int oy = out_row(g, iy, ki);
-                if (oy < 0) continue;
-                if (!any)
-                    for (int k = 0; k < s * pw; k++) ph[k] = 0.0f;
-                any = 1;
-                for (int kj = 0; kj < g->kw; kj++) {
-                    const float *restrict src = rows + (size_t)(ki * g->kw + kj) * ld + (size_t)oy * ow;
-                    float *restrict d = ph + (kj % s) * pw + kj / s;
-                    for (int k = 0; k < ow; k++) d[k] += src[k];
-                }
-            }
-            if (!any) { /* no tap reads this row */
-                for (int x = 0; clear && x < g->w; x++) dst[x] = 0.0f;
-                continue;
-            }
-            /* interleave: image column x is the padded row's x + pl, phase (x + pl) % s; the
-             * columns past the last phase entry get nothing (zero when clearing) */
-            for (int r = 0; r < s; r++)
-                for (int j = 0; j < pw; j++) {
-                    int x = j * s + r - g->pl;
-                    if (x >= 0 && x < g->w) dst[x] = clear ? ph[r * pw + j] : dst[x] + ph[r * pw + j];
-                }
-            int tail = s * pw - g->pl;
-            for (int x = tail < 0 ? 0 : tail; clear && x < g->w; x++) dst[x] = 0.0f;
-        }
-    }
+    if (g->ow == 7) col2im_strided_rows(img, cols, ld, g, clear, 7);
+    else if (g->ow == 14) col2im_strided_rows(img, cols, ld, g, clear, 14);
+    else col2im_strided_rows(img, cols, ld, g, clear, g->ow);
 }
 
 /* im2col of images n0..n0+b of `in` into cols [ci*kh*kw, b*P] (image j's columns at j*P), or

@@ -9,6 +9,7 @@
 #include "testutil.h"
 
 #include "flare/data.h"
+#include "flare/fuzz.h"
 #include "flare/onnx.h"
 #include "flare/train.h"
 
@@ -19,6 +20,12 @@ static int exists(const char *rel) {
     snprintf(p, sizeof p, "%s/%s", tmp, rel);
     struct stat st;
     return stat(p, &st) == 0;
+}
+
+static const char *tmp_path(const char *rel) {
+    static char p[256];
+    snprintf(p, sizeof p, "%s/%s", tmp, rel);
+    return p;
 }
 
 /* Run `flare ARGS` in tmp with output to tmp/out.txt; the exit status and the output. */
@@ -145,6 +152,18 @@ static void test_gan_train(void **state) {
     assert_non_null(strstr(out, "seed 5"));
     assert_false(exists("g2.onnx"));
     free(out);
+    /* resuming without -s: the checkpoint's seed, a third epoch after the two */
+    snprintf(args, sizeof args, "gan train -m %s/m.onnx -d npy:%s/c10-x.npy,%s/c10-y.npy -o "
+             "%s/g3.onnx -e 3 -b 16 --max-batches 2 -t 1 --resume %s/g.train", tmp, tmp, tmp,
+             tmp, tmp);
+    rc = flare(&out, args);
+    if (rc != 0) fail_msg("resume exit %d:\n%s", rc, out);
+    assert_non_null(strstr(out, "seed 5"));
+    assert_non_null(strstr(out, "epoch 3/3"));
+    assert_null(strstr(out, "epoch 1/3")); /* the finished epochs are not run again */
+    free(out);
+    assert_true(exists("g3.onnx"));
+    assert_true(exists("g.train/samples/epoch_003.png"));
     /* gan fuzz with it: the nn fuzz folder, the suite budget */
     snprintf(args, sizeof args, "gan fuzz -m %s/m.onnx -g %s/g.onnx --max-suite 5 --cases 8 -o %s/f "
              "-s 1 -j 1", tmp, tmp, tmp);
@@ -155,6 +174,29 @@ static void test_gan_train(void **state) {
     free(out);
     assert_true(exists("f/summary.json"));
     assert_true(exists("f/report.html"));
+    /* resumed (-i -): the recorded seed, criterion and cases; the queue continues to 9 */
+    snprintf(args, sizeof args, "gan fuzz -m %s/m.onnx -g %s/g.onnx -i - --max-suite 9 -o %s/f "
+             "-j 1", tmp, tmp, tmp);
+    rc = flare(&out, args);
+    if (rc != 0) fail_msg("gan fuzz -i - exit %d:\n%s", rc, out);
+    assert_non_null(strstr(out, "seed 1 "));
+    assert_non_null(strstr(out, "corpus     9 (0 seeds)"));
+    free(out);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "test $(ls %s/f/queue/id:*.json | wc -l) -eq 9 && "
+             "ls %s/f/queue/id:000008,gen:c*.json >/dev/null", tmp, tmp);
+    assert_int_equal(system(cmd), 0);
+    char v[32];
+    assert_true(fl_fuzz_stats_get(tmp_path("f"), "session", v, sizeof v));
+    assert_string_equal(v, "2");
+    /* ... with another seed: refused, naming the recorded one */
+    snprintf(args, sizeof args, "gan fuzz -m %s/m.onnx -g %s/g.onnx -i - --max-suite 12 -o %s/f "
+             "-s 2 -j 1", tmp, tmp, tmp);
+    assert_int_equal(flare(&out, args), 1);
+    assert_non_null(strstr(out, "seed 1"));
+    free(out);
+    assert_true(fl_fuzz_stats_get(tmp_path("f"), "session", v, sizeof v));
+    assert_string_equal(v, "2");
     /* a classifier is not a generator: exit 1, naming the file, no folder */
     snprintf(args, sizeof args, "gan fuzz -m %s/m.onnx -g %s/m.onnx --max-suite 5 -o %s/f2",
              tmp, tmp, tmp);

@@ -4,6 +4,7 @@
  * (setup, draw_cases, g_image_grad) can be checked directly. */
 #include "testutil.h"
 
+#include <dirent.h>
 #include <math.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -294,6 +295,33 @@ static void test_train_resume_open(void **state) {
     fl_dataset_free(d);
 }
 
+/* A generator trained briefly (3 batches of 16) against m in work folder dir, opened. */
+static fl_gan *small_gen(fl_model *m, const fl_dataset *d, const char *dir, uint64_t seed,
+                         const char *name) {
+    fl_err e = {0};
+    fl_gan_opts go;
+    fl_gan_opts_default(&go);
+    go.batch = 16, go.epochs = 1, go.max_batches = 3, go.seed = seed;
+    go.work_dir = dir;
+    fl_model *g = NULL;
+    if (fl_gan_train(m, d, &go, &g, &e) != FL_OK) fail_msg("%s", e.msg);
+    fl_gan *gen;
+    assert_int_equal(fl_gan_open(g, name, &gen, &e), FL_OK);
+    return gen;
+}
+
+/* A fuzzgan campaign of 8 cases a round into DIR/out (the path in out[160]). */
+static void gan_campaign(fl_fuzz_opts *o, fl_model *m, fl_gan *gen, const char *dir, char *out) {
+    fl_fuzz_opts_default(o);
+    o->strategy = FL_FUZZ_FUZZGAN;
+    o->model = m;
+    o->gen = gen;
+    o->criterion = "nc:0.6:meanabs";
+    o->k = 8;
+    snprintf(out, 160, "%s/out", dir);
+    o->out_dir = out;
+}
+
 /* `flare gan fuzz`'s campaign: the suite budget, the files of the nn fuzz folder, each failing
  * case a finding of its own class, and the checks that come before anything is written. */
 static void test_fuzzgan(void **state) {
@@ -301,27 +329,12 @@ static void test_fuzzgan(void **state) {
     fl_err e = {0};
     fl_dataset *d = bands(80, 10);
     fl_model *m = lenet1(10);
-    fl_gan_opts go;
-    fl_gan_opts_default(&go);
-    go.batch = 16, go.epochs = 1, go.max_batches = 3, go.seed = 2;
-    char dir[128];
+    char dir[128], out[160];
     snprintf(dir, sizeof dir, "%s", tmpdir("g"));
-    go.work_dir = dir;
-    fl_model *g = NULL;
-    assert_int_equal(fl_gan_train(m, d, &go, &g, &e), FL_OK);
-    fl_gan *gen;
-    assert_int_equal(fl_gan_open(g, "gen.onnx", &gen, &e), FL_OK);
+    fl_gan *gen = small_gen(m, d, dir, 2, "gen.onnx");
     fl_fuzz_opts o;
-    fl_fuzz_opts_default(&o);
-    o.strategy = FL_FUZZ_FUZZGAN;
-    o.model = m;
-    o.gen = gen;
-    o.criterion = "nc:0.6:meanabs";
+    gan_campaign(&o, m, gen, dir, out);
     o.max_suite = 12;
-    o.k = 8;
-    char out[160];
-    snprintf(out, sizeof out, "%s/out", dir);
-    o.out_dir = out;
     fl_fuzz_result r;
     if (fl_fuzz_run(&o, &r, &e) != FL_OK) fail_msg("%s", e.msg);
     assert_true(r.last.corpus == 12);
@@ -351,7 +364,7 @@ static void test_fuzzgan(void **state) {
         assert_int_equal(stat(p, &st), 0);
     }
     /* checks before anything is written: a guide that is not NC, a layer set it was not
-     * trained on, resume */
+     * trained on */
     char out2[160];
     snprintf(out2, sizeof out2, "%s/out2", dir);
     o.out_dir = out2;
@@ -362,13 +375,171 @@ static void test_fuzzgan(void **state) {
     o.layers = "conv+dense";
     assert_int_equal(fl_fuzz_run(&o, &r, &e), FL_ERR_ARG);
     assert_non_null(strstr(e.msg, "'all'"));
-    o.layers = NULL;
-    o.resume = 1;
-    o.out_dir = out;
-    assert_int_equal(fl_fuzz_run(&o, &r, &e), FL_ERR_UNSUPPORTED);
     struct stat st;
     assert_int_not_equal(stat(out2, &st), 0);
     fl_gan_free(gen);
+    fl_model_free(m);
+    fl_dataset_free(d);
+}
+
+/* The queue's ids, in out/queue/id:*.json: they must be 0 .. n-1, each once. Their pixels
+ * (the .npy files) into px[n][784] when px is not NULL. */
+static int64_t queue_ids(const char *out, float (*px)[784], int64_t cap) {
+    char p[400];
+    snprintf(p, sizeof p, "%s/queue", out);
+    DIR *d = opendir(p);
+    assert_non_null(d);
+    int seen[256] = {0};
+    int64_t n = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        size_t k = strlen(de->d_name);
+        if (strncmp(de->d_name, "id:", 3) || k < 6 || strcmp(de->d_name + k - 5, ".json")) continue;
+        int id = atoi(de->d_name + 3);
+        assert_true(id >= 0 && id < 256 && id < cap);
+        assert_int_equal(seen[id], 0); /* no id twice */
+        seen[id] = 1;
+        n++;
+        if (!px) continue;
+        fl_err e = {0};
+        fl_tensor t = {0};
+        snprintf(p, sizeof p, "%s/queue/%.*s.npy", out, (int)(k - 5), de->d_name);
+        assert_int_equal(fl_npy_read_tensor(p, &t, &e), FL_OK);
+        assert_int_equal(t.size, 784);
+        memcpy(px[id], t.data, sizeof px[id]);
+        fl_tensor_free(&t);
+    }
+    closedir(d);
+    for (int64_t i = 0; i < n; i++) assert_int_equal(seen[i], 1); /* no gap */
+    return n;
+}
+
+/* The findings' roots (failures/<c>-<p>/root:NNNNNN,first.json): each a queue id, each once. */
+static int64_t finding_roots(const char *out, int64_t corpus) {
+    char p[400];
+    snprintf(p, sizeof p, "%s/failures", out);
+    DIR *d = opendir(p);
+    assert_non_null(d);
+    int seen[256] = {0};
+    int64_t n = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.') continue;
+        char sub[700];
+        snprintf(sub, sizeof sub, "%s/%s", p, de->d_name);
+        DIR *d2 = opendir(sub);
+        if (!d2) continue;
+        struct dirent *f;
+        while ((f = readdir(d2))) {
+            if (!strstr(f->d_name, ",first.json")) continue;
+            int root = atoi(f->d_name + strlen("root:"));
+            assert_true(root >= 0 && root < corpus);
+            assert_int_equal(seen[root], 0);
+            seen[root] = 1;
+            n++;
+        }
+        closedir(d2);
+    }
+    closedir(d);
+    return n;
+}
+
+/* `gan fuzz -i -`: a campaign stopped by its limit resumes with its recorded settings; the
+ * ids continue, the findings are not repeated, the coverage does not drop, and a resume with
+ * another model, generator, criterion or seed is refused without touching the folder. */
+static void test_fuzzgan_resume(void **state) {
+    (void)state;
+    fl_err e = {0};
+    fl_dataset *d = bands(80, 10);
+    fl_model *m = lenet1(10);
+    char dir[128], dir2[160], out[160];
+    snprintf(dir, sizeof dir, "%s", tmpdir("r"));
+    snprintf(dir2, sizeof dir2, "%s/other", dir);
+    fl_gan *gen = small_gen(m, d, dir, 2, "gen.onnx");
+    fl_gan *gen2 = small_gen(m, d, dir2, 3, "other.onnx"); /* for the refusal below */
+    fl_fuzz_opts o;
+    gan_campaign(&o, m, gen, dir, out);
+    o.criterion = "nc:0.3:meanabs"; /* low enough that 32 cases do not cover every neuron */
+    o.target_cov = 1;
+    o.max_execs = 16; /* -E: two rounds */
+    o.seed = 9;
+    fl_fuzz_result r1, r2;
+    if (fl_fuzz_run(&o, &r1, &e) != FL_OK) fail_msg("%s", e.msg);
+    assert_int_equal(r1.last.execs, 16);
+    static float px1[256][784], px2[256][784];
+    int64_t n1 = queue_ids(out, px1, 256);
+    assert_int_equal(n1, r1.last.corpus);
+    assert_true(n1 > 0);
+    assert_int_equal(finding_roots(out, n1), r1.last.failures);
+
+    /* resumed: two more rounds */
+    o.resume = 1;
+    if (fl_fuzz_run(&o, &r2, &e) != FL_OK) fail_msg("resume: %s", e.msg);
+    assert_int_equal(r2.last.execs, 32);
+    int64_t n2 = queue_ids(out, px2, 256);
+    assert_int_equal(n2, r2.last.corpus);
+    assert_true(n2 > n1); /* an untrained model fails most cases: each is kept */
+    for (int64_t i = 0; i < n1; i++) /* the first session's entries are untouched */
+        assert_memory_equal(px1[i], px2[i], sizeof px1[i]);
+    for (int64_t i = n1; i < n2; i++) /* the new session drew new cases, not the old stream */
+        for (int64_t j = 0; j < n1; j++)
+            assert_memory_not_equal(px2[i], px2[j], sizeof px2[i]);
+    assert_int_equal(finding_roots(out, n2), r2.last.failures);
+    assert_true(r2.last.failures >= r1.last.failures);
+    assert_true(r2.last.failures_total >= r1.last.failures_total + (r2.last.failures - r1.last.failures));
+    assert_true(r2.last.covered >= r1.last.covered);
+    /* plot_data: the first session's last row and the second's first (the replayed queue)
+     * are both at 16 execs, with the same coverage */
+    {
+        char p[300];
+        snprintf(p, sizeof p, "%s/plot_data", out);
+        FILE *f = fopen(p, "r");
+        assert_non_null(f);
+        char line[512];
+        int rows = 0;
+        while (fgets(line, sizeof line, f)) {
+            double t;
+            long long ex, corpus, cov;
+            if (line[0] == '#' || sscanf(line, "%lf, %lld, %lld, %lld", &t, &ex, &corpus, &cov) != 4 ||
+                ex != 16)
+                continue;
+            assert_int_equal(cov, r1.last.covered);
+            rows++;
+        }
+        fclose(f);
+        assert_true(rows >= 2);
+    }
+    char v[64];
+    assert_true(fl_fuzz_stats_get(out, "session", v, sizeof v));
+    assert_string_equal(v, "2");
+    assert_true(fl_fuzz_stats_get(out, "gen_hash", v, sizeof v));
+
+    /* other settings: refused, nothing written */
+    fl_fuzz_result r3;
+    o.seed = 10;
+    assert_int_equal(fl_fuzz_run(&o, &r3, &e), FL_ERR_ARG);
+    assert_non_null(strstr(e.msg, "seed 9"));
+    o.seed = 9;
+    o.criterion = "nc:0.6:meanabs";
+    assert_int_equal(fl_fuzz_run(&o, &r3, &e), FL_ERR_ARG);
+    assert_non_null(strstr(e.msg, "criterion"));
+    o.criterion = "nc:0.3:meanabs";
+    o.gen = gen2;
+    o.gen_path = "other.onnx";
+    assert_int_equal(fl_fuzz_run(&o, &r3, &e), FL_ERR_ARG);
+    assert_non_null(strstr(e.msg, "other.onnx has other weights"));
+    o.gen = gen;
+    fl_model *m2 = NULL;
+    assert_int_equal(fl_zoo_build("lenet1", 1, 28, 28, 10, 4, &m2, &e), FL_OK);
+    o.model = m2;
+    assert_int_equal(fl_fuzz_run(&o, &r3, &e), FL_ERR_ARG);
+    assert_non_null(strstr(e.msg, "model"));
+    assert_int_equal(queue_ids(out, NULL, 256), n2);
+    assert_true(fl_fuzz_stats_get(out, "session", v, sizeof v));
+    assert_string_equal(v, "2");
+    fl_model_free(m2);
+    fl_gan_free(gen);
+    fl_gan_free(gen2);
     fl_model_free(m);
     fl_dataset_free(d);
 }
@@ -406,6 +577,7 @@ int main(void) {
         cmocka_unit_test(test_image_grad),
         cmocka_unit_test(test_train_resume_open),
         cmocka_unit_test(test_fuzzgan),
+        cmocka_unit_test(test_fuzzgan_resume),
         cmocka_unit_test(test_bad_data),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

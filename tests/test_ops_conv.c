@@ -262,6 +262,13 @@ static void test_conv(void **state) {
         /* the small direct path with a full vector block and a short map block (7 maps) */
         CONV(.c = 1, .m = 7, .h = 12, .w = 13, .kh = 5, .kw = 5, .bias = 1),
         CONV(.m = 1, .h = 9, .w = 11, .bias = 1), /* one map: the blocks repeat it */
+        /* the strided folds (conv_lower.c): DCGAN's 4x4 stride 2 pad 1, odd sides, stride 3
+         * and 4 with padding on one side, and stride 5 (the generic path) */
+        CONV(.n = 3, .h = 8, .w = 8, .kh = 4, .kw = 4, .sh = 2, .sw = 2, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .bias = 1),
+        CONV(.h = 9, .w = 7, .kh = 4, .kw = 4, .sh = 2, .sw = 2, .pt = 1, .pl = 1, .pb = 1, .pr = 1),
+        CONV(.h = 10, .w = 11, .kh = 3, .kw = 5, .sh = 1, .sw = 3, .pt = 0, .pl = 2, .pb = 0, .pr = 0),
+        CONV(.h = 9, .w = 13, .kh = 2, .kw = 3, .sh = 4, .sw = 4, .pl = 1, .pr = 3),
+        CONV(.h = 9, .w = 13, .kh = 3, .kw = 3, .sh = 5, .sw = 5, .pl = 1, .pr = 1),
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_conv(cases[i], 0);
 }
@@ -280,6 +287,10 @@ static void test_convtranspose(void **state) {
         CONV(.sh = 2, .sw = 2, .auto_pad = "SAME_LOWER", .bias = 1),
         CONV(.kh = 1, .kw = 1, .bias = 1),                              /* 1x1, small: col2im */
         CONV(.h = 16, .w = 16, .kh = 1, .kw = 1, .bias = 1),            /* direct */
+        /* the strided folds: FuzzGAN's generator upsampling (4x4 stride 2 pad 1), stride 3 */
+        CONV(.n = 3, .c = 3, .m = 2, .h = 4, .w = 4, .kh = 4, .kw = 4, .sh = 2, .sw = 2, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .bias = 1),
+        CONV(.h = 3, .w = 5, .kh = 4, .kw = 4, .sh = 2, .sw = 2, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .oph = 1, .opw = 1),
+        CONV(.h = 4, .w = 3, .kh = 2, .kw = 5, .sh = 1, .sw = 3, .pl = 2, .pr = 1),
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_conv(cases[i], 1);
 }
@@ -524,11 +535,42 @@ static void test_errors(void **state) {
     fl_tensor_free(&w4);
 }
 
+/* The strided col2im (conv_lower.c) against the generic one (src/tensor/kernels.c): written
+ * when clearing (nothing of what was there survives), added otherwise; the sums in another
+ * order, so within rounding. */
+static void test_strided_fold(void **state) {
+    (void)state;
+    /* 3 images [2, 9, 7] <- Z [3, 5, 5x4], 4x4 stride 2 pad 1 */
+    fl_conv2d_geom g = {.c = 2, .h = 9, .w = 7, .kh = 4, .kw = 4, .sh = 2, .sw = 2,
+                        .pt = 1, .pl = 1, .pb = 1, .pr = 1, .dh = 1, .dw = 1, .oh = 5, .ow = 4};
+    const int n = 3, zc = 5, k = g.c * g.kh * g.kw, p = g.oh * g.ow, img = g.c * g.h * g.w;
+    fl_node node = {.name = "t"};
+    fl_lowered L = {0};
+    fl_err e = {0};
+    assert_int_equal(fl_lowered_plan(&L, &node, n, g.c, zc, 1, &g, 1, &e), FL_OK);
+    fl_tensor W = t4(1, 1, zc, k, -1, 1), Z = t4(n, zc, g.oh, g.ow, -1, 1);
+    fl_tensor I = t4(n, g.c, g.h, g.w, 5, 6), I2 = t4(n, g.c, g.h, g.w, 0, 0);
+    fl_tensor want = t4(n, g.c, g.h, g.w, 0, 0), cols = t4(1, 1, k, p, 0, 0);
+    fl_lowered_adjoint(&L, W.data, Z.data, I.data, 1); /* I's 5..6 must not survive */
+    for (int j = 0; j < n; j++) {
+        fl_sgemm(1, 0, k, p, zc, 1.0f, W.data, k, Z.data + (size_t)j * zc * p, p, 0.0f, cols.data, p);
+        fl_col2im_ld(want.data + (size_t)j * img, cols.data, (size_t)p, &g);
+    }
+    for (int64_t i = 0; i < I.size; i++) assert_float_equal(I.data[i], want.data[i], 1e-5);
+    memcpy(I2.data, I.data, sizeof(float) * (size_t)I.size);
+    fl_lowered_adjoint(&L, W.data, Z.data, I2.data, 0);
+    for (int64_t i = 0; i < I.size; i++) assert_float_equal(I2.data[i], 2 * I.data[i], 1e-5);
+    fl_lowered_free(&L);
+    fl_tensor *all[] = {&W, &Z, &I, &I2, &want, &cols};
+    for (int i = 0; i < 6; i++) fl_tensor_free(all[i]);
+}
+
 int main(void) {
     fl_rng_seed(&rng, 42);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv),
         cmocka_unit_test(test_convtranspose),
+        cmocka_unit_test(test_strided_fold),
         cmocka_unit_test(test_conv_known_values),
         cmocka_unit_test(test_param_grads_only),
         cmocka_unit_test(test_pools),

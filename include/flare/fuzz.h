@@ -274,6 +274,7 @@ typedef struct fl_fuzz_opts {
     const char *command_line; /* recorded in fuzzer_stats, or NULL */
     const char *model_path, *model2_path, *model3_path, *seeds_spec; /* recorded (resume reloads the seeds'
                                  spec for its classes and scale), or NULL */
+    const char *gen_path;     /* fuzzgan: the generator's file, recorded, or NULL */
 } fl_fuzz_opts;
 
 void fl_fuzz_opts_default(fl_fuzz_opts *o);

@@ -102,6 +102,8 @@ void fl_gan_opts_default(fl_gan_opts *o);
  * is the generator as it was after the last finished epoch, and the status FL_OK. */
 fl_status fl_gan_train(fl_model *mut, const fl_dataset *train, const fl_gan_opts *o,
                        fl_model **gen, fl_err *e);
+/* The seed the checkpoint in work_dir was trained with (a resume must use it). */
+fl_status fl_gan_ckpt_seed(const char *work_dir, uint64_t *seed, fl_err *e);
 
 /* ---- using a generator ------------------------------------------------------------------------ */
 typedef struct fl_gan {

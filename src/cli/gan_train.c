@@ -67,7 +67,11 @@ int cmd_gan_train(const cli_opts *o) {
     fl_scale sc;
     if (fl_scale_parse(o->scale, &sc, &e) != FL_OK) return cli_usage(o->cmd, "--scale: %s", e.msg);
     fl_threads_set((int)o->threads);
-    uint64_t seed = o->set[F_gn_seed] ? o->gn_seed : cli_fresh_seed();
+    uint64_t seed = o->set[F_gn_seed] ? o->gn_seed : 0;
+    /* resuming without -s: the checkpoint's seed (another -s is refused by fl_gan_train) */
+    if (!o->set[F_gn_seed] && o->set[F_gn_resume] && fl_gan_ckpt_seed(o->gn_resume, &seed, &e))
+        return cli_fail(&e);
+    if (!o->set[F_gn_seed] && !o->set[F_gn_resume]) seed = cli_fresh_seed();
     cli_note("seed %llu (repeat this run with --seed %llu --threads %d)\n",
              (unsigned long long)seed, (unsigned long long)seed, fl_threads_get());
     fl_gan_opts go;

@@ -264,7 +264,17 @@ done:
 /* flare gan fuzz: the same campaign, its cases made by a FuzzGAN generator. */
 int cmd_gan_fuzz(const cli_opts *o) {
     fl_err e = {0};
-    uint64_t seed = o->set[F_fz_seed] ? o->fz_seed : cli_fresh_seed();
+    /* resuming, what was not given is the record's (a different one is refused: src/fuzz/outdir.c) */
+    const int resume = o->set[F_gf_input];
+    char rec_seed[32], rec_crit[256], rec_k[32];
+    const int has_seed = resume && fl_fuzz_stats_get(o->fz_output, "seed", rec_seed, sizeof rec_seed);
+    const int has_crit = resume && !o->set[F_gf_criterion] &&
+                         fl_fuzz_stats_get(o->fz_output, "criterion", rec_crit, sizeof rec_crit);
+    const int has_k = resume && !o->set[F_gf_k] &&
+                      fl_fuzz_stats_get(o->fz_output, "k", rec_k, sizeof rec_k);
+    uint64_t seed = o->set[F_fz_seed] ? o->fz_seed
+                    : has_seed        ? strtoull(rec_seed, NULL, 10)
+                                      : cli_fresh_seed();
     cli_note("seed %llu (repeat this campaign with -s %llu -j %lld)\n", (unsigned long long)seed,
              (unsigned long long)seed, (long long)o->fz_jobs);
     fl_threads_set((int)o->fz_jobs);
@@ -281,8 +291,9 @@ int cmd_gan_fuzz(const cli_opts *o) {
     fo.strategy = FL_FUZZ_FUZZGAN;
     fo.model = m;
     fo.gen = gen;
-    fo.criterion = o->gf_criterion;
-    fo.k = (int)o->gf_k;
+    fo.criterion = has_crit ? rec_crit : o->gf_criterion;
+    fo.k = has_k && atoi(rec_k) > 0 ? atoi(rec_k) : (int)o->gf_k;
+    fo.resume = resume;
     fo.max_suite = o->set[F_gf_max_suite] ? o->gf_max_suite : 0;
     fo.target_cov = o->gf_target;
     fo.out_dir = o->fz_output;
@@ -291,6 +302,7 @@ int cmd_gan_fuzz(const cli_opts *o) {
     fo.seed = seed;
     fo.command_line = cmdline;
     fo.model_path = o->fz_model;
+    fo.gen_path = o->gf_gen;
     rc = run_campaign(&fo, &e);
     goto done;
 out:

@@ -135,6 +135,8 @@ static fl_status setup(fz_campaign *cp, const fl_fuzz_opts *o, fl_err *e) {
     cp->k = o->k > 0 ? o->k : 64;
     cp->nonzero = nlc;
     cp->session = 1;
+    cp->model_hash = fz_weights_hash(o->model);
+    cp->gen_hash = gan ? fz_weights_hash(o->gen->g) : 0;
     fl_status st;
     if (gan) {
         cp->n_classes = o->gen->n_classes;

@@ -260,7 +260,9 @@ static fl_status load_one(fz_campaign *cp, const char *path, fl_err *e) {
     for (int k = 0; k < 3 && cJSON_IsString(orc); k++)
         if (!strcmp(orc->valuestring, oracle_names[k])) oracle = k;
     int64_t root = json_int(j, "root", -1);
-    if (!j || oracle < 0 || root < 0 || root >= cp->q.n_seeds) {
+    /* a finding's root is a seed, or for fuzzgan the generated case itself */
+    const int64_t roots = cp->o->strategy == FL_FUZZ_FUZZGAN ? cp->q.n : cp->q.n_seeds;
+    if (!j || oracle < 0 || root < 0 || root >= roots) {
         cJSON_Delete(j);
         return fl_fail(e, FL_ERR_FORMAT, "%s: not a failure record of this campaign", path);
     }
@@ -302,6 +304,8 @@ fl_status fz_findings_load(fz_campaign *cp, fl_err *e) {
         closedir(d2);
     }
     closedir(d);
+    /* fuzzer_stats may lag the files (a killed campaign): never fewer failures than findings */
+    if (cp->fs.total < cp->fs.n) cp->fs.total = cp->fs.n;
     return st;
 }
 

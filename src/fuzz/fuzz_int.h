@@ -180,6 +180,8 @@ typedef struct fz_campaign {
     fl_fuzz_status st;
     struct fz_grad *grad;      /* the gradient strategies' state (grad.c), or NULL */
     fl_tensor gan_img;         /* fuzzgan: the generator's last batch [k, c, h, w] */
+    uint64_t model_hash, gen_hash; /* their weights' FNV-1a (fz_weights_hash): a resume must
+                                      bring the same model (and generator) */
 } fz_campaign;
 
 /* Queue a child of entry pid: pixels px (copied), op appended to the parent's lineage; a
@@ -202,7 +204,11 @@ fl_status fz_out_create(const char *out_dir, fl_err *e);
 fl_status fz_out_entry(fz_campaign *cp, int64_t id, const char *last_op, fl_err *e);
 fl_status fz_out_stats(fz_campaign *cp, int final, fl_err *e);
 fl_status fz_out_plot_row(fz_campaign *cp, fl_err *e);
-/* Resume: the recorded settings (seed, session, execs, time) and the queue entries. */
+/* FNV-1a of a model's initializers (shapes and values): what fuzzer_stats records so that a
+ * resume with other weights behind the same file name is refused. */
+uint64_t fz_weights_hash(const fl_model *m);
+/* Resume: the recorded settings (seed, session, execs, time) and the queue entries; refuses
+ * another strategy, criterion, model or generator (and, for fuzzgan, another seed). */
 fl_status fz_out_resume(fz_campaign *cp, fl_err *e);
 /* The JSON file at path, or NULL with e filled (unreadable; FL_ERR_FORMAT when not JSON). */
 struct cJSON *fz_json_read(const char *path, fl_err *e);

@@ -27,9 +27,6 @@ fl_status fz_gan_check(fz_campaign *cp, fl_err *e) {
         return fl_fail(e, FL_ERR_ARG, "fuzzgan's tracker picks uncovered neurons: its criterion "
                        "must be nc[:T[:MODE]] (FuzzGAN uses nc:0.6:meanabs), not %s",
                        o->criterion);
-    if (o->resume)
-        return fl_fail(e, FL_ERR_UNSUPPORTED, "fuzzgan campaigns do not resume yet: start a new "
-                       "output folder");
     return fl_gan_check_model(gen, o->model, cp->ls, o->model_path, e);
 }
 

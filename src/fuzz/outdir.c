@@ -163,6 +163,9 @@ fl_status fz_out_stats(fz_campaign *cp, int final, fl_err *e) {
     fprintf(f, "try_num           : %d\n", cp->try_num);
     fprintf(f, "k                 : %d\n", cp->k);
     if (o->model_path) fprintf(f, "model             : %s\n", o->model_path);
+    fprintf(f, "model_hash        : %016llx\n", (unsigned long long)cp->model_hash);
+    if (o->gen_path) fprintf(f, "gen               : %s\n", o->gen_path);
+    if (o->gen) fprintf(f, "gen_hash          : %016llx\n", (unsigned long long)cp->gen_hash);
     if (o->model2_path) fprintf(f, "model2            : %s\n", o->model2_path);
     if (o->seeds_spec) fprintf(f, "seeds_spec        : %s\n", o->seeds_spec);
     char sc[96];
@@ -334,8 +337,36 @@ static fl_status read_entry(fz_campaign *cp, const char *stem, fz_entry *x, int6
     return FL_OK;
 }
 
-fl_status fz_out_resume(fz_campaign *cp, fl_err *e) {
-    char v[256], qdir[4096];
+uint64_t fz_weights_hash(const fl_model *m) {
+    uint64_t h = FL_FNV_BASIS;
+    for (int v = 0; v < m->n_values; v++) {
+        const fl_tensor *t = &m->values[v].t;
+        if ((m->values[v].kind != FL_VAL_PARAM && m->values[v].kind != FL_VAL_CONST) || !t->data)
+            continue;
+        h = fl_fnv1a(h, t->shape, sizeof(int64_t) * (size_t)t->ndim);
+        h = fl_fnv1a(h, t->data, sizeof(float) * (size_t)t->size);
+    }
+    return h;
+}
+
+/* The weights recorded under key (when recorded: older folders lack it) must be these. */
+static fl_status same_weights(const fz_campaign *cp, const char *key, const char *file_key,
+                              uint64_t now, const char *given, fl_err *e) {
+    char v[64], file[4096];
+    if (!fl_fuzz_stats_get(cp->o->out_dir, key, v, sizeof v) ||
+        strtoull(v, NULL, 16) == now)
+        return FL_OK;
+    if (!fl_fuzz_stats_get(cp->o->out_dir, file_key, file, sizeof file)) snprintf(file, sizeof file, "?");
+    return fl_fail(e, FL_ERR_ARG,
+                   "-i -: %s/fuzzer_stats records %s %s with weights %s; %s has other weights "
+                   "(%016llx): resume with the %s the campaign ran against",
+                   cp->o->out_dir, file_key, file, v, given ? given : "the one given",
+                   (unsigned long long)now, file_key);
+}
+
+/* What a resumed campaign must share with the recorded one. */
+static fl_status same_campaign(const fz_campaign *cp, fl_err *e) {
+    char v[256];
     const fl_fuzz_opts *o = cp->o;
     static const struct { const char *key; int which; } must[] = {{"strategy", 0}, {"criterion", 1}};
     for (size_t i = 0; i < sizeof must / sizeof *must; i++) {
@@ -345,19 +376,38 @@ fl_status fz_out_resume(fz_campaign *cp, fl_err *e) {
             return fl_fail(e, FL_ERR_ARG, "-i -: %s/fuzzer_stats records %s '%s', not '%s'",
                            o->out_dir, must[i].key, v, now);
     }
+    fl_status st = same_weights(cp, "model_hash", "model", cp->model_hash, o->model_path, e);
+    if (!st && o->gen) st = same_weights(cp, "gen_hash", "gen", cp->gen_hash, o->gen_path, e);
+    /* fuzzgan's cases come from the session's stream alone (no seeds to reload): another seed
+     * would be another campaign in the same folder */
+    if (!st && o->gen && fl_fuzz_stats_get(o->out_dir, "seed", v, sizeof v) &&
+        strtoull(v, NULL, 10) != o->seed)
+        st = fl_fail(e, FL_ERR_ARG, "-i -: %s/fuzzer_stats records seed %s, not %llu: resume "
+                     "with -s %s (or without -s)", o->out_dir, v, (unsigned long long)o->seed, v);
+    return st;
+}
+
+fl_status fz_out_resume(fz_campaign *cp, fl_err *e) {
+    char v[256], qdir[4096];
+    const fl_fuzz_opts *o = cp->o;
+    const int gan = o->strategy == FL_FUZZ_FUZZGAN; /* generated cases only, no seeds */
+    fl_status st = same_campaign(cp, e);
+    if (st) return st;
     fl_fuzz_stats_get(o->out_dir, "session", v, sizeof v);
     cp->session = atoi(v) + 1;
     fl_fuzz_stats_get(o->out_dir, "execs_done", v, sizeof v);
     cp->execs = cp->execs_before = atoll(v);
     fl_fuzz_stats_get(o->out_dir, "run_time", v, sizeof v);
     cp->time_before = atof(v);
+    fl_fuzz_stats_get(o->out_dir, "failures_total", v, sizeof v);
+    cp->fs.total = atoll(v); /* fz_findings_load raises it to the findings it reads */
     fl_fuzz_stats_get(o->out_dir, "seeds", v, sizeof v);
     int64_t n_seeds = atoll(v);
-    fl_status st = fz_path(qdir, sizeof qdir, o->out_dir, "queue", e);
+    st = fz_path(qdir, sizeof qdir, o->out_dir, "queue", e);
     char **names = NULL;
     int64_t n = 0, last_batch = -1;
     if (!st) st = list_entries(qdir, &names, &n, e);
-    if (!st && (n_seeds <= 0 || n < n_seeds))
+    if (!st && (gan ? n_seeds != 0 : n_seeds <= 0 || n < n_seeds))
         st = fl_fail(e, FL_ERR_FORMAT, "%s: %lld entries, fuzzer_stats records %lld seeds", qdir,
                      (long long)n, (long long)n_seeds);
     for (int64_t i = 0; !st && i < n; i++) {
@@ -369,17 +419,20 @@ fl_status fz_out_resume(fz_campaign *cp, fl_err *e) {
         }
         fz_entry x;
         int64_t batch = -1;
-        if (!(st = read_entry(cp, stem, &x, &batch, e))) {
-            /* the recorded batches again (a folder without them: one entry each) */
-            if (batch < 0 || batch != last_batch) fz_queue_seal(&cp->q);
-            last_batch = batch;
-            if ((i < n_seeds) != (x.src < 0))
-                st = fl_fail(e, FL_ERR_FORMAT, "%s.json: seeds must come first", stem);
-            else if ((st = fz_queue_add(&cp->q, &x, e))) {
-                free(x.px);
-                free(x.ops);
-                if (x.own_i0) free(x.i0);
-            }
+        if ((st = read_entry(cp, stem, &x, &batch, e))) break;
+        /* the recorded batches again (a folder without them: one entry each) */
+        if (batch < 0 || batch != last_batch) fz_queue_seal(&cp->q);
+        last_batch = batch;
+        if (gan && (x.src >= 0 || x.seed_index >= 0 || x.label < 0 || x.label >= cp->n_classes))
+            st = fl_fail(e, FL_ERR_FORMAT, "%s.json: not a generated case of %d classes", stem,
+                         cp->n_classes);
+        else if (!gan && (i < n_seeds) != (x.src < 0))
+            st = fl_fail(e, FL_ERR_FORMAT, "%s.json: seeds must come first", stem);
+        if (!st) st = fz_queue_add(&cp->q, &x, e);
+        if (st) { /* not queued: still ours */
+            free(x.px);
+            free(x.ops);
+            if (x.own_i0) free(x.i0);
         }
         if (i + 1 == n_seeds) cp->q.n_seeds = n_seeds;
     }

@@ -107,29 +107,45 @@ static int64_t count_of(const cJSON *j, const char *key) {
                : -1;
 }
 
-fl_status fz_gan_ckpt_load(const char *dir, fz_gan_net *g, fz_gan_net *d,
-                           const fl_optim_opts *oo, uint64_t seed, int *epoch, fl_err *e) {
-    char path[4096];
+/* state.json's counters and seed (path: the file, for messages). */
+static fl_status read_state(const char *dir, char *path, size_t n, int64_t *ep, int64_t *gs,
+                            int64_t *ds, uint64_t *seed, fl_err *e) {
     uint8_t *buf;
     size_t len;
-    fl_status st = ckpt_path(path, sizeof path, dir, "state.json", e);
+    fl_status st = ckpt_path(path, n, dir, "state.json", e);
     if (!st) st = fl_file_read(path, &buf, &len, e);
     if (st) return st;
     cJSON *j = cJSON_ParseWithLength((const char *)buf, len);
     free(buf);
-    int64_t ep = count_of(j, "epoch"), gs = count_of(j, "gen_steps"), ds = count_of(j, "disc_steps");
+    *ep = count_of(j, "epoch"), *gs = count_of(j, "gen_steps"), *ds = count_of(j, "disc_steps");
     const cJSON *sj = cJSON_GetObjectItemCaseSensitive(j, "seed");
     char *end = NULL;
-    unsigned long long sd = cJSON_IsString(sj) ? strtoull(sj->valuestring, &end, 10) : 0;
+    *seed = cJSON_IsString(sj) ? strtoull(sj->valuestring, &end, 10) : 0;
     int seed_ok = end && end != sj->valuestring && !*end;
     cJSON_Delete(j);
-    if (ep < 1 || ep > 1000000 || gs < 0 || ds < 0 || !seed_ok)
+    if (*ep < 1 || *ep > 1000000 || *gs < 0 || *ds < 0 || !seed_ok)
         return fl_fail(e, FL_ERR_FORMAT, "%s: not a FuzzGAN checkpoint (needs epoch >= 1, "
                        "seed, gen_steps, disc_steps)", path);
-    if ((uint64_t)sd != seed)
+    return FL_OK;
+}
+
+fl_status fl_gan_ckpt_seed(const char *work_dir, uint64_t *seed, fl_err *e) {
+    char path[4096];
+    int64_t ep, gs, ds;
+    return read_state(work_dir, path, sizeof path, &ep, &gs, &ds, seed, e);
+}
+
+fl_status fz_gan_ckpt_load(const char *dir, fz_gan_net *g, fz_gan_net *d,
+                           const fl_optim_opts *oo, uint64_t seed, int *epoch, fl_err *e) {
+    char path[4096];
+    int64_t ep, gs, ds;
+    uint64_t sd;
+    fl_status st = read_state(dir, path, sizeof path, &ep, &gs, &ds, &sd, e);
+    if (st) return st;
+    if (sd != seed)
         return fl_fail(e, FL_ERR_ARG, "%s: the checkpoint was trained with seed %llu, this run "
-                       "asks for %llu (resume with -s %llu)", path, sd,
-                       (unsigned long long)seed, sd);
+                       "asks for %llu (resume with -s %llu, or without -s)", path,
+                       (unsigned long long)sd, (unsigned long long)seed, (unsigned long long)sd);
     if ((st = load_net(dir, 0, g, oo, gs, e)) || (st = load_net(dir, 1, d, oo, ds, e))) return st;
     *epoch = (int)ep;
     return FL_OK;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/simd.h"
 #include "flare/model.h"
 #include "nn/op_conv.h"
 
@@ -85,20 +86,142 @@ void fl_lowered_free(fl_lowered *L) {
     L->slots = 0;
 }
 
+/* ---- strided folds ----------------------------------------------------------------------
+ * The generic im2col/col2im (src/tensor/kernels.c) read a strided input row one element at a
+ * time and call memset for each padded edge of each output row. For the 4x4 stride-2 padded
+ * convolutions of a DCGAN-style network (FuzzGAN's discriminator, and the transposed ones of
+ * its generator), whose output rows are 7 or 14 floats, that was a fifth of a training step
+ * (perf, docs/fuzzgan.md). Here each input plane is first split into its s column phases, the
+ * padding as zeros: padded column j*s + r is phase r's column j. Tap kj of output column ox
+ * reads the padded row at ox*s + kj, phase kj % s at ox + kj / s, so every output row of every
+ * tap is one contiguous run of ow floats of a phase. col2im runs the map backwards: the taps
+ * add into zeroed phases, which are then interleaved into the image, written when clearing
+ * (no separate clearing pass). The whole plane is split (or summed) before it is read: a
+ * phase row read right after its scalar stores stalls on store forwarding (measured: half of
+ * im2col's time when it was done row by row). col2im adds the taps kj-major, so that a tap's
+ * adds (one float further than tap kj - s's, a misaligned overlap) do not come right after
+ * the ones they overlap; per element the sum is in another order than the generic path's, the
+ * same up to rounding. */
+enum { FOLD_MAX_S = 4, FOLD_MAX_PLANE = 8192 }; /* floats of the phases (32 KiB, stack) */
+
+/* Phase columns a row needs: ox + kj / s up to ow - 1 + (kw - 1) / s. */
+static int phase_width(const fl_conv2d_geom *g) { return g->ow + (g->kw - 1) / g->sw; }
+
+static int strided_ok(const fl_conv2d_geom *g) {
+    return g->sw >= 2 && g->sw <= FOLD_MAX_S && g->dw == 1 &&
+           (int64_t)g->sw * g->h * phase_width(g) <= FOLD_MAX_PLANE;
+}
+
+/* ph[(r*h + y)*pw + j] = plane[y][j*s + r - pl], 0 outside the plane. */
+static void split_plane(float *ph, int pw, const float *plane, const fl_conv2d_geom *g) {
+    for (int r = 0; r < g->sw; r++)
+        for (int y = 0; y < g->h; y++)
+            for (int j = 0; j < pw; j++) {
+                int x = j * g->sw + r - g->pl;
+                ph[((size_t)r * g->h + y) * pw + j] = x >= 0 && x < g->w ? plane[(size_t)y * g->w + x] : 0.0f;
+            }
+}
+
+/* ow is a constant where the caller passes one (7 and 14: FuzzGAN's 28x28 images), so the
+ * row moves compile to a few vector moves instead of loops with a run-time trip count, which
+ * gcc turns into memcpy calls that cost more than the 28 bytes they move. */
+static inline __attribute__((always_inline)) void im2col_strided_rows(
+    float *cols, size_t ld, const float *img, const fl_conv2d_geom *g, int ow) {
+    const int s = g->sw, pw = phase_width(g), taps = g->kh * g->kw;
+    float ph[FOLD_MAX_PLANE];
+    for (int ci = 0; ci < g->c; ci++) {
+        split_plane(ph, pw, img + (size_t)ci * g->h * g->w, g);
+        for (int ki = 0; ki < g->kh; ki++)
+            for (int kj = 0; kj < g->kw; kj++) {
+                float *row = cols + ((size_t)ci * taps + ki * g->kw + kj) * ld;
+                const float *phase = ph + (size_t)(kj % s) * g->h * pw + kj / s;
+                for (int oy = 0; oy < g->oh; oy++) {
+                    int iy = oy * g->sh - g->pt + ki * g->dh;
+                    float *restrict d = row + (size_t)oy * ow;
+                    if (iy < 0 || iy >= g->h) {
+                        for (int k = 0; k < ow; k++) d[k] = 0.0f;
+                        continue;
+                    }
+                    const float *restrict src = phase + (size_t)iy * pw;
+                    for (int k = 0; k < ow; k++) d[k] = src[k];
+                }
+            }
+    }
+}
+
+FL_HOT_CLONES
+static void im2col_strided(float *cols, size_t ld, const float *img, const fl_conv2d_geom *g) {
+    if (g->ow == 7) im2col_strided_rows(cols, ld, img, g, 7);
+    else if (g->ow == 14) im2col_strided_rows(cols, ld, img, g, 14);
+    else im2col_strided_rows(cols, ld, img, g, g->ow);
+}
+
+/* img (+)= the fold of cols; clear: img = (every element written, no clearing pass). */
+static inline __attribute__((always_inline)) void col2im_strided_rows(
+    float *img, const float *cols, size_t ld, const fl_conv2d_geom *g, int clear, int ow) {
+    const int s = g->sw, pw = phase_width(g), taps = g->kh * g->kw;
+    float ph[FOLD_MAX_PLANE];
+    for (int ci = 0; ci < g->c; ci++) {
+        for (int k = 0; k < s * g->h * pw; k++) ph[k] = 0.0f;
+        for (int kj = 0; kj < g->kw; kj++)
+            for (int ki = 0; ki < g->kh; ki++) {
+                const float *row = cols + ((size_t)ci * taps + ki * g->kw + kj) * ld;
+                float *phase = ph + (size_t)(kj % s) * g->h * pw + kj / s;
+                for (int oy = 0; oy < g->oh; oy++) {
+                    int iy = oy * g->sh - g->pt + ki * g->dh;
+                    if (iy < 0 || iy >= g->h) continue;
+                    const float *restrict src = row + (size_t)oy * ow;
+                    float *restrict d = phase + (size_t)iy * pw;
+                    for (int k = 0; k < ow; k++) d[k] += src[k];
+                }
+            }
+        /* interleave: image column x is padded column x + pl, phase (x + pl) % s; the columns
+         * past the last phase column get nothing (zero when clearing) */
+        float *plane = img + (size_t)ci * g->h * g->w;
+        const int tail = s * pw - g->pl;
+        for (int y = 0; y < g->h; y++) {
+            float *dst = plane + (size_t)y * g->w;
+            for (int r = 0; r < s; r++) {
+                const float *src = ph + ((size_t)r * g->h + y) * pw;
+                for (int j = 0; j < pw; j++) {
+                    int x = j * s + r - g->pl;
+                    if (x >= 0 && x < g->w) dst[x] = clear ? src[j] : dst[x] + src[j];
+                }
+            }
+            for (int x = tail < 0 ? 0 : tail; clear && x < g->w; x++) dst[x] = 0.0f;
+        }
+    }
+}
+
+FL_HOT_CLONES
+static void col2im_strided(float *img, const float *cols, size_t ld, const fl_conv2d_geom *g,
+                           int clear) {
+    if (g->ow == 7) col2im_strided_rows(img, cols, ld, g, clear, 7);
+    else if (g->ow == 14) col2im_strided_rows(img, cols, ld, g, clear, 14);
+    else col2im_strided_rows(img, cols, ld, g, clear, g->ow);
+}
+
 /* im2col of images n0..n0+b of `in` into cols [ci*kh*kw, b*P] (image j's columns at j*P), or
- * (in == NULL) col2im of cols added into the same images of `out`: one strided call per
- * image. */
+ * (in == NULL) col2im of cols added into the same images of `out` (written, when clear): one
+ * call per image. */
 static void chunk_fold(const fl_lowered *L, fl_lowered_buf *B, const float *in, float *out,
-                       int n0, int b) {
+                       int n0, int b, int clear) {
     fl_conv2d_geom all = L->g;
     all.c = L->ci;
     size_t p = (size_t)all.oh * all.ow, img = (size_t)L->ci * all.h * all.w, ld = (size_t)b * p;
+    const int strided = strided_ok(&all);
     for (int j = 0; j < b; j++) {
         size_t at = (size_t)(n0 + j) * img;
-        if (in)
+        if (in && strided) {
+            im2col_strided(B->cols + j * p, ld, in + at, &all);
+        } else if (in) {
             fl_im2col_ld(B->cols + j * p, ld, in + at, &all);
-        else
+        } else if (strided) {
+            col2im_strided(out + at, B->cols + j * p, ld, &all, clear);
+        } else {
+            if (clear) memset(out + at, 0, sizeof(float) * img);
             fl_col2im_ld(out + at, B->cols + j * p, ld, &all);
+        }
     }
 }
 
@@ -137,7 +260,7 @@ static const float *chunk_mat(const fl_lowered *L, fl_lowered_buf *B, const floa
 static const float *chunk_cols(const fl_lowered *L, fl_lowered_buf *B, const float *I, int n0,
                                int b, int trust_cache) {
     if (L->direct) return I + (size_t)n0 * L->ci * L->g.h * L->g.w;
-    if (!trust_cache || B->cached != n0) chunk_fold(L, B, I, NULL, n0, b);
+    if (!trust_cache || B->cached != n0) chunk_fold(L, B, I, NULL, n0, b, 0);
     B->cached = n0;
     return B->cols;
 }
@@ -202,11 +325,7 @@ static void adjoint_range(void *ctx, int64_t lo, int64_t hi, int tid) {
         for (int gi = 0; gi < L->group; gi++)
             fl_sgemm(1, 0, kg, ld, zg, 1.0f, J->W + (size_t)gi * zg * kg, kg,
                      mat + (size_t)gi * zg * ld, ld, beta, dst + (size_t)gi * kg * ld, ld);
-        if (L->direct) continue;
-        if (J->clear) /* the chunk's images, while they are about to be in cache anyway */
-            memset(J->I + (size_t)n0 * L->ci * g->h * g->w, 0,
-                   sizeof(float) * (size_t)b * L->ci * g->h * g->w);
-        chunk_fold(L, B, NULL, J->I, n0, b);
+        if (!L->direct) chunk_fold(L, B, NULL, J->I, n0, b, J->clear);
     }
 }
 

@@ -125,9 +125,10 @@ static void convt_forward(fl_model *m, fl_node *n) {
 static void convt_backward(fl_model *m, fl_node *n) {
     convt_state *s = n->state;
     const fl_tensor *dy = fl_gout(m, n, 0);
-    fl_tensor *dx = fl_gin(m, n, 0), *dw = fl_gin(m, n, 1), *db = fl_gin(m, n, 2);
-    /* dX += W·im2col(dY) leaves im2col(dY) of the last chunk for the weight gradient */
-    if (dx) fl_lowered_forward(&s->L, fl_in(m, n, 1)->data, dy->data, NULL, dx->data, 1);
+    int fresh; /* the first gradient into X: written, not added (no clearing pass) */
+    fl_tensor *dx = fl_gin_fresh(m, n, 0, &fresh), *dw = fl_gin(m, n, 1), *db = fl_gin(m, n, 2);
+    /* dX (+)= W·im2col(dY) leaves im2col(dY) of the last chunk for the weight gradient */
+    if (dx) fl_lowered_forward(&s->L, fl_in(m, n, 1)->data, dy->data, NULL, dx->data, !fresh);
     if (dw) fl_lowered_grad_w(&s->L, dw->data, NULL, fl_in(m, n, 0)->data, dy->data, dx != NULL);
     if (db) fl_bias_grad(db->data, dy->data, dy->shape[0], dy->shape[1], dy->shape[2] * dy->shape[3]);
 }

@@ -71,6 +71,52 @@ static int run(fl_model *m, fl_dataset *seeds, fl_profile *p, const char *dir, c
     return 0;
 }
 
+/* The physical floor of a mutation loop on this model: the network's forward pass and the
+ * criterion's coverage update alone, on EXECS seed images in batches of 64 (DeepHunter's K),
+ * no mutation, no queue, no files. A loop cannot beat it; the PyTorch loop's ratio to flare is
+ * bounded by how much of its own time is outside it. */
+static int floor_bench(fl_model *m, fl_dataset *seeds, fl_profile *p, const char *crit,
+                       int64_t execs) {
+    fl_err e = {0};
+    fl_layerset *ls = NULL;
+    fl_coverset *cs = NULL;
+    char *layers = fl_profile_layers(p);
+    fl_status st = layers ? fl_layerset_make(m, layers, &ls, &e) : fl_fail(&e, FL_ERR_NOMEM, "out of memory");
+    free(layers);
+    if (!st) {
+        fl_cover_ctx ctx = {.m = m, .ls = ls, .profile = p};
+        st = fl_coverset_new(&ctx, crit, &cs, &e);
+    }
+    if (st) {
+        fprintf(stderr, "bench_fuzz: floor: %s\n", e.msg);
+        fl_layerset_free(ls);
+        return 1;
+    }
+    fl_tensor x = {0};
+    uint8_t added[64];
+    int64_t done = 0;
+    double t0 = fl_now();
+    while (done < execs) {
+        int64_t b = seeds->n < 64 ? seeds->n : 64, off = (done / b) * b % (seeds->n - b + 1);
+        int64_t shp[4] = {b, seeds->c, seeds->h, seeds->w};
+        fl_tensor_set_shape(&x, 4, shp);
+        if (fl_dataset_batch(seeds, off, b, &x, &e) || fl_model_forward(m, &x, &e) ||
+            fl_coverset_update_model(cs, m, added, &e)) {
+            fprintf(stderr, "bench_fuzz: floor: %s\n", e.msg);
+            return 1;
+        }
+        done += b;
+    }
+    double s = fl_now() - t0;
+    printf("{\"name\": \"fuzz_floor_%.*s\", \"criterion\": \"%s\", \"execs\": %lld, \"seconds\": %.3f, "
+           "\"inputs_per_s\": %.1f, \"threads\": %d}\n",
+           (int)strcspn(crit, ":"), crit, crit, (long long)done, s, (double)done / s, fl_threads_get());
+    fl_tensor_free(&x);
+    fl_coverset_free(cs);
+    fl_layerset_free(ls);
+    return 0;
+}
+
 static int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
@@ -240,6 +286,7 @@ int main(int argc, char **argv) {
                    r.last.elapsed, r.last.execs_per_s, (long long)r.last.corpus,
                    (long long)r.last.covered, (long long)r.last.total, (long long)r.last.failures,
                    fl_threads_get());
+            if (floor_bench(m, seeds, p, crit[c], execs)) return 1;
         }
         return 0;
     }

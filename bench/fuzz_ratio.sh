@@ -2,7 +2,8 @@
 # flare nn fuzz's DeepHunter throughput against the same loop in PyTorch (bench/fuzz_torch.py),
 # interleaved in one run so that both see the same machine load: REPS times, flare's
 # `bench_fuzz throughput` (kmnc:100 and nc:0.75), then fuzz_torch.py for each criterion.
-# Prints every run's mutants/s, then per criterion the medians and their ratio.
+# Prints every run's mutants/s, then per criterion the medians and their ratio, and the median
+# of flare's floor (its forward pass and coverage update alone, no mutation: no loop beats it).
 #
 #   bench/fuzz_ratio.sh BUILD DIR MODEL PROFILE THREADS EXECS REPS [BASE_BENCH]
 #
@@ -40,12 +41,18 @@ done
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 for crit in ("kmnc:100", "nc:0.75"):
-    v = {w: [r["mutants_per_s"] for r in rows if r["who"] == w and r["criterion"] == crit]
-         for w in ("flare", "base", "torch", "torch_alt")}
+    v = {w: [r["mutants_per_s"] for r in rows if r["who"] == w and r["criterion"] == crit
+             and "mutants_per_s" in r] for w in ("flare", "base", "torch", "torch_alt")}
+    fl = [r["inputs_per_s"] for r in rows if r["who"] == "flare" and r["criterion"] == crit
+          and "inputs_per_s" in r]
     f, t = statistics.median(v["flare"]), statistics.median(v["torch"])
     print(f"{crit:9s} flare median {f:9.0f} /s ({min(v['flare']):.0f}-{max(v['flare']):.0f})  "
           f"torch median {t:8.0f} /s ({min(v['torch']):.0f}-{max(v['torch']):.0f})  "
           f"ratio {f / t:.2f}x  (target >= 10x, {len(v['flare'])} runs each)")
+    if fl:
+        m = statistics.median(fl)
+        print(f"{'':9s} floor median {m:9.0f} /s (forward + coverage alone, {min(fl):.0f}-{max(fl):.0f})  "
+              f"floor / torch {m / t:.2f}x; flare / floor {f / m:.2f}")
     if v["base"]:
         b = statistics.median(v["base"])
         print(f"{'':9s} base  median {b:9.0f} /s ({min(v['base']):.0f}-{max(v['base']):.0f})  "

@@ -203,6 +203,12 @@ for k in ("fuzz_deephunter_kmnc", "fuzz_deephunter_nc"):
         row(what, f"{ratio:.2f}x", ">= 10x", ratio >= 10)
     else:
         missing(what, ">= 10x", why("torch" if k in r else None))
+    fl = r.get(k.replace("deephunter", "floor"))
+    if k in r and fl:
+        info(f"{k}: flare loop / forward+coverage floor", f"{r[k]['mutants_per_s'] / fl['inputs_per_s']:.2f}")
+        if "torch_" + k in r:
+            info(f"{k}: floor / PyTorch loop (no loop passes it)",
+                 f"{fl['inputs_per_s'] / r['torch_' + k]['mutants_per_s']:.2f}x")
 for s in ("pgd", "dlfuzz"):
     f, t = r.get(f"grad_flare_{s}"), r.get(f"torch_grad_{s}")
     what = f"{s}: flare/torch-autograd gradient steps/s"

@@ -472,6 +472,14 @@ static void test_spec_violations(void **state) {
     expect_one(s, "m user M q; b M route poetry; o ok; d", NULL, FL_FIND_SPEC, "spec_violation:choice:M/route=poetry",
                "FM-1.2");
     expect_one(s, "m user M q; b M mood happy; o ok; d", NULL, FL_FIND_SPEC, "spec_violation:decision:M/mood", "FM-1.2");
+    /* decisions derived from LLM spans: checked only where the spec declares the point */
+    expect_none(s, "m user M q; b M llm.tool_choice shell; o ok; d", NULL);
+    fl_spec *lt = spec_of("{\"agents\": [{\"name\": \"M\", \"decisions\": {\"llm.tool_choice\": [\"calc\", \"answer\"]}}],"
+                          " \"entry\": \"M\", \"edges\": [[\"user\", \"M\"], [\"M\", \"output\"]]}");
+    expect_none(lt, "m user M q; b M llm.tool_choice calc; b M llm.tool_choice answer; o ok; d", NULL);
+    expect_one(lt, "m user M q; b M llm.tool_choice shell; o ok; d", NULL, FL_FIND_SPEC,
+               "spec_violation:choice:M/llm.tool_choice=shell", "FM-1.2");
+    fl_spec_free(lt);
     expect_one(s, "m user M q; e Ghost boom; o ok; d", NULL, FL_FIND_SPEC, "spec_violation:agent:Ghost", "FM-1.2");
     /* signature: same edge, other content, other position -> same; other edge -> other */
     fl_findings a = run(s, "m user M q; m M W t; m W C r; m C M ok; o ok; d", NULL);

@@ -156,10 +156,12 @@ static void test_vercel(void **state) {
      * is the top-level agent's ai.response.text, and an empty answer is an answer */
     assert_maps(REQ(
         SPAN("01", "", "ai.generateText", 0, 100, A("ai.telemetry.functionId", "supervisor") "," A("ai.response.text", ""), "") ","
-        SPAN("02", P("01"), "ai.generateText.doGenerate", 1, 10, A("ai.response.text", "thinking"), "") ","
+        SPAN("02", P("01"), "ai.generateText.doGenerate", 1, 10, A("ai.response.text", "thinking") ","
+             A("ai.response.toolCalls", "[{\\\"toolCallId\\\":\\\"c1\\\",\\\"toolName\\\":\\\"weather\\\"}]"), "") ","
         SPAN("03", P("01"), "ai.toolCall", 11, 20, A("ai.toolCall.name", "weather") "," A("ai.toolCall.args", "{\\\"city\\\":\\\"Oslo\\\"}") ","
              A("ai.toolCall.result", "rain"), "")),
         "{\"event\":\"message\",\"from\":\"user\",\"to\":\"supervisor\",\"content\":\"\"}\n"
+        "{\"event\":\"branch\",\"agent\":\"supervisor\",\"point\":\"llm.tool_choice\",\"choice\":\"weather\"}\n"
         "{\"event\":\"tool_call\",\"agent\":\"supervisor\",\"tool\":\"weather\",\"arguments\":{\"city\":\"Oslo\"}}\n"
         "{\"event\":\"tool_result\",\"agent\":\"supervisor\",\"tool\":\"weather\",\"ok\":true,\"content\":\"rain\"}\n"
         "{\"event\":\"output\",\"content\":\"\"}\n");
@@ -222,6 +224,58 @@ static void test_traceloop(void **state) {
 #undef TL_IN
 }
 
+/* ---- decisions: what an LLM span's model chose ----------------------------------------- */
+static void expect_choice(const char *span_json, const char *want) {
+    char req[4096];
+    snprintf(req, sizeof req, REQ("%s"), span_json);
+    fl_otlp_span *sp;
+    int n;
+    fl_err e = {0};
+    if (fl_otlp_parse(req, strlen(req), "inline", &sp, &n, &e) != FL_OK) fail_msg("%s", e.msg);
+    char *got = NULL;
+    int r = fl_otlp_llm_choice(&sp[0], &got);
+    if (r != (want != NULL) || (want && strcmp(got, want)))
+        fail_msg("%s: got %d \"%s\", want \"%s\"", span_json, r, got ? got : "(none)", want ? want : "(none)");
+    free(got);
+    fl_otlp_spans_free(sp, n);
+}
+
+#define Q "\\\""
+static void test_decisions(void **state) {
+    (void)state;
+    /* GenAI gen_ai.output.messages: tool_call parts, sorted and distinct; a text reply answers */
+    expect_choice(SPAN("01", "", "chat m", 0, 1, A("gen_ai.operation.name", "chat") "," A("gen_ai.output.messages",
+                  "[{" Q "role" Q ":" Q "assistant" Q "," Q "parts" Q ":[{" Q "type" Q ":" Q "tool_call" Q "," Q "name" Q ":" Q "search" Q "},"
+                  "{" Q "type" Q ":" Q "tool_call" Q "," Q "name" Q ":" Q "lookup" Q "},{" Q "type" Q ":" Q "tool_call" Q "," Q "name" Q ":" Q "search" Q "}]}]"), ""),
+                  "lookup+search");
+    expect_choice(SPAN("01", "", "chat m", 0, 1, A("gen_ai.operation.name", "chat") "," A("gen_ai.output.messages",
+                  "[{" Q "role" Q ":" Q "assistant" Q "," Q "parts" Q ":[{" Q "type" Q ":" Q "text" Q "," Q "content" Q ":" Q "hi" Q "}]}]"), ""),
+                  "answer");
+    /* older OpenLLMetry: gen_ai.completion.N.tool_calls.M.name */
+    expect_choice(SPAN("01", "", "openai.chat", 0, 1, A("llm.request.type", "chat") "," A("gen_ai.completion.0.role", "assistant") ","
+                       A("gen_ai.completion.0.tool_calls.0.name", "transfer_to_math") "," A("gen_ai.completion.0.tool_calls.0.arguments", "{}"), ""),
+                  "transfer_to_math");
+    expect_choice(SPAN("01", "", "openai.chat", 0, 1, A("llm.request.type", "chat") "," A("gen_ai.completion.0.content", "4"), ""), "answer");
+    /* OpenInference: llm.output_messages.N.message.tool_calls.M.tool_call.function.name; the
+     * input messages' earlier tool calls are history, not this reply's choice */
+    expect_choice(SPAN("01", "", "ChatOpenAI", 0, 1, A("openinference.span.kind", "LLM") ","
+                       A("llm.input_messages.2.message.tool_calls.0.tool_call.function.name", "old") ","
+                       A("llm.output_messages.0.message.tool_calls.1.tool_call.function.name", "b") ","
+                       A("llm.output_messages.0.message.tool_calls.0.tool_call.function.name", "a"), ""),
+                  "a+b");
+    expect_choice(SPAN("01", "", "ChatOpenAI", 0, 1, A("openinference.span.kind", "LLM") "," A("output.value", "hello"), ""), "answer");
+    /* Vercel: ai.response.toolCalls; without it, ai.response.text or a finish reason answers */
+    expect_choice(SPAN("01", "", "ai.generateText.doGenerate", 0, 1,
+                       A("ai.response.toolCalls", "[{" Q "toolCallId" Q ":" Q "1" Q "," Q "toolName" Q ":" Q "route_to_math" Q "}]"), ""),
+                  "route_to_math");
+    expect_choice(SPAN("01", "", "ai.generateText.doGenerate", 0, 1, A("ai.response.finishReason", "stop"), ""), "answer");
+    /* an LLM span that does not record its reply decides nothing we can see; a malformed list
+     * is not read as a choice */
+    expect_choice(SPAN("01", "", "chat m", 0, 1, A("gen_ai.operation.name", "chat"), ""), NULL);
+    expect_choice(SPAN("01", "", "ai.generateText.doGenerate", 0, 1, A("ai.response.toolCalls", "[{oops"), ""), NULL);
+}
+#undef Q
+
 /* ---- the captured exports of the real frameworks (tests/fixtures/otel/, README there) ------ */
 static fl_trace *map_fixture(const char *path) {
     uint8_t *buf;
@@ -281,6 +335,15 @@ static void test_fixtures(void **state) {
             find_ev(t, FL_EV_MESSAGE, "math", "supervisor", NULL) < 0 ||
             find_ev(t, FL_EV_OUTPUT, NULL, NULL, NULL) < 0)
             fail_msg("%s: %s", path, fl_trace_to_json(t));
+        /* the models' decisions: the supervisor routes to math, math calls calculate */
+        int routes = 0, calcs = 0;
+        for (int i = 0; i < t->n_events; i++) {
+            const fl_event *ev = &t->events[i];
+            if (ev->kind != FL_EV_BRANCH || strcmp(ev->point, FL_POINT_LLM_TOOL_CHOICE)) continue;
+            routes += !strcmp(ev->agent, "supervisor") && !strcmp(ev->choice, "route_to_math");
+            calcs += !strcmp(ev->agent, "math") && !strcmp(ev->choice, "calculate");
+        }
+        if (routes != 1 || calcs != 1) fail_msg("%s: %d routing, %d calculate decisions", path, routes, calcs);
         /* the worker hands back: the answer is the supervisor's */
         const char *prod = fl_agtrace_actor(t, fl_agtrace_last_output(t), NULL);
         if (!prod || strcmp(prod, "supervisor")) fail_msg("%s: the answer is %s's", path, prod ? prod : "nobody");
@@ -476,7 +539,7 @@ int main(void) {
         cmocka_unit_test(test_conventions), cmocka_unit_test(test_langgraph),
         cmocka_unit_test(test_agents_sdk),  cmocka_unit_test(test_vercel),
         cmocka_unit_test(test_vercel_tools), cmocka_unit_test(test_traceloop),   cmocka_unit_test(test_fixtures),
-        cmocka_unit_test(test_show),        cmocka_unit_test(test_protobuf),
+        cmocka_unit_test(test_decisions), cmocka_unit_test(test_show),        cmocka_unit_test(test_protobuf),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -182,6 +182,12 @@ const char *fl_otlp_field_raw(const fl_otlp_span *s, fl_otlp_field f);
 /* The agent / tool name a span names by the precedence rules, or NULL. */
 const char *fl_otlp_agent_name(const fl_otlp_span *s);
 const char *fl_otlp_tool_name(const fl_otlp_span *s);
+/* What an LLM span's model chose, by the conventions' tables: the names of the tools it
+ * called, sorted, distinct, joined by '+' ("calculate", "lookup+search"), or "answer" when it
+ * replied without calling one. Returns 1 with *choice malloc'd, 0 when the span does not
+ * record its reply (*choice NULL), -1 out of memory. fl_otlp_map turns it into a branch event
+ * at point FL_POINT_LLM_TOOL_CHOICE. */
+int fl_otlp_llm_choice(const fl_otlp_span *s, char **choice);
 
 
 /* ---- flare agents spans ------------------------------------------------------------------- */

@@ -50,6 +50,11 @@ typedef enum fl_event_kind {
     FL_EV_DONE
 } fl_event_kind;
 
+/* The decision point of the branch events flare derives from LLM spans (which tools the model
+ * called, or "answer"): counted in coverage always, checked by the oracle only for agents whose
+ * spec declares this point among their decisions. */
+#define FL_POINT_LLM_TOOL_CHOICE "llm.tool_choice"
+
 typedef struct fl_event {
     fl_event_kind kind;
     char *agent;    /* MESSAGE: from; others: agent (NULL for OUTPUT/DONE) */

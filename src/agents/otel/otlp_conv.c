@@ -10,6 +10,7 @@
  * entries in table order. A new convention is a new table here, not a new code path.
  */
 #include <cjson/cJSON.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "flare/agents/otlp.h"
@@ -35,10 +36,22 @@ typedef struct field {
 } field;
 #define PRESENT_EMPTY 1
 
+/* Where an LLM span keeps the tool calls its model chose (a decision, see fl_otlp_llm_choice):
+ * C_PARTS: a JSON list of GenAI messages whose parts of type "tool_call" name the tool;
+ * C_LIST: a JSON list of objects, member `name` names the tool; C_FLAT: attributes flattened
+ * as `key` N ".tool_calls." M ... ending in `name` (OpenInference's and older OpenLLMetry's). */
+enum { C_PARTS, C_LIST, C_FLAT };
+typedef struct calls {
+    int form;
+    const char *key;
+    const char *name;
+} calls;
+
 typedef struct convention {
     const char *name;
     const rule *rules;
     const field *f[FL_OTLP_F_COUNT]; /* each list ends with {NULL} */
+    const calls *calls;              /* ends with {-1}; NULL: none */
 } convention;
 
 static const field none[] = {{NULL, NULL, NULL, 0, 0}};
@@ -62,6 +75,9 @@ static const field genai_args[] = {{"gen_ai.tool.call.arguments", NULL, NULL, 0,
 static const field genai_result[] = {{"gen_ai.tool.call.result", NULL, NULL, 0, 0}, {NULL, NULL, NULL, 0, 0}};
 static const field genai_input[] = {{"gen_ai.input.messages", NULL, NULL, 0, 0}, {NULL, NULL, NULL, 0, 0}};
 static const field genai_output[] = {{"gen_ai.output.messages", NULL, NULL, 0, 0}, {NULL, NULL, NULL, 0, 0}};
+/* gen_ai.output.messages parts; gen_ai.completion.N.tool_calls.M.name before semconv 1.37 */
+static const calls genai_calls[] = {{C_PARTS, "gen_ai.output.messages", NULL},
+                                    {C_FLAT, "gen_ai.completion.", ".name"}, {-1, NULL, NULL}};
 
 /* ---- OpenAI Agents SDK handoff spans (span data from_agent / to_agent) ------------------- */
 static const rule handoff_rules[] = {{M_ATTR_ANY, "to_agent", NULL, NULL, 0, FL_OTLP_HANDOFF},
@@ -92,6 +108,7 @@ static const field oi_in[] = {{"input.value", NULL, NULL, 0, 0}, {NULL, NULL, NU
 static const field oi_out[] = {{"output.value", NULL, NULL, 0, 0}, {NULL, NULL, NULL, 0, 0}};
 static const field oi_in_mime[] = {{"input.mime_type", NULL, NULL, 0, 0}, {NULL, NULL, NULL, 0, 0}};
 static const field oi_parent[] = {{"graph.node.parent_id", NULL, NULL, 0, 0}, {NULL, NULL, NULL, 0, 0}};
+static const calls oi_calls[] = {{C_FLAT, "llm.output_messages.", ".tool_call.function.name"}, {-1, NULL, NULL}};
 
 /* ---- Traceloop OpenLLMetry (traceloop.span.kind workflow/task/agent/tool,
  * traceloop.entity.name / .input / .output, llm.request.type) ----------------------------- */
@@ -129,6 +146,7 @@ static const field vc_result[] = {{"ai.toolCall.result", NULL, NULL, 0, 0}, {NUL
 static const field vc_out[] = {{"ai.response.text", NULL, NULL, OWN, 0},
                                {"ai.response.finishReason", NULL, NULL, OWN, PRESENT_EMPTY},
                                {NULL, NULL, NULL, 0, 0}};
+static const calls vc_calls[] = {{C_LIST, "ai.response.toolCalls", "toolName"}, {-1, NULL, NULL}};
 
 /* ---- GenAI by span name and provider alone (last: the weakest evidence) ------------------- */
 static const rule name_rules[] = {
@@ -150,15 +168,16 @@ static const field name_tool[] = {{"@suffix", "execute_tool", NULL, 0, 0}, {NULL
 static const field name_in[] = {{"gen_ai.prompt", NULL, NULL, 0, 0}, {NULL, NULL, NULL, 0, 0}};
 static const field name_out[] = {{"gen_ai.completion", NULL, NULL, 0, 0}, {NULL, NULL, NULL, 0, 0}};
 
-/* field order: AGENT, TOOL, ARGS, RESULT, INPUT, OUTPUT, ARGS_MIME, PARENT_AGENT */
+/* field order: AGENT, TOOL, ARGS, RESULT, INPUT, OUTPUT, ARGS_MIME, PARENT_AGENT; then calls */
 static const convention conventions[] = {
-    {"gen_ai", genai_rules, {genai_agent, genai_tool, genai_args, genai_result, genai_input, genai_output, none, none}},
-    {"openai-agents", handoff_rules, {none, none, none, none, none, none, none, none}},
-    {"langgraph", langgraph_rules, {langgraph_agent, none, none, none, none, none, none, none}},
-    {"openinference", oi_rules, {oi_agent, oi_tool, oi_in, oi_out, oi_in, oi_out, oi_in_mime, oi_parent}},
-    {"traceloop", tl_rules, {tl_agent, tl_tool, tl_in, tl_out, tl_in, tl_out, none, none}},
-    {"vercel-ai", vercel_rules, {vc_agent, vc_tool, vc_args, vc_result, none, vc_out, none, none}},
-    {"gen_ai-name", name_rules, {name_agent, name_tool, none, none, name_in, name_out, none, none}},
+    {"gen_ai", genai_rules, {genai_agent, genai_tool, genai_args, genai_result, genai_input, genai_output, none, none},
+     genai_calls},
+    {"openai-agents", handoff_rules, {none, none, none, none, none, none, none, none}, NULL},
+    {"langgraph", langgraph_rules, {langgraph_agent, none, none, none, none, none, none, none}, NULL},
+    {"openinference", oi_rules, {oi_agent, oi_tool, oi_in, oi_out, oi_in, oi_out, oi_in_mime, oi_parent}, oi_calls},
+    {"traceloop", tl_rules, {tl_agent, tl_tool, tl_in, tl_out, tl_in, tl_out, none, none}, NULL},
+    {"vercel-ai", vercel_rules, {vc_agent, vc_tool, vc_args, vc_result, none, vc_out, none, none}, vc_calls},
+    {"gen_ai-name", name_rules, {name_agent, name_tool, none, none, name_in, name_out, none, none}, NULL},
 };
 enum { N_CONV = (int)(sizeof conventions / sizeof conventions[0]) };
 
@@ -238,3 +257,84 @@ const char *fl_otlp_field_raw(const fl_otlp_span *s, fl_otlp_field which) { retu
 
 const char *fl_otlp_agent_name(const fl_otlp_span *s) { return lookup(s, FL_OTLP_F_AGENT, 0); }
 const char *fl_otlp_tool_name(const fl_otlp_span *s) { return lookup(s, FL_OTLP_F_TOOL, 0); }
+
+/* ---- decisions ------------------------------------------------------------------------------ */
+typedef struct names {
+    char *v[32];
+    int n, oom;
+} names;
+
+static void names_add(names *ns, const char *name) {
+    if (!name || !name[0] || ns->n == 32) return;
+    for (int i = 0; i < ns->n; i++)
+        if (!strcmp(ns->v[i], name)) return; /* a tool called twice in one reply: one choice */
+    if (!(ns->v[ns->n] = strdup(name))) ns->oom = 1;
+    else ns->n++;
+}
+
+static const char *json_str(const cJSON *o, const char *member) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, member);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* C_FLAT: key = prefix N ".tool_calls." ... ending: a tool call's name */
+static int flat_call(const char *key, const calls *c) {
+    size_t lp = strlen(c->key), lk = strlen(key), le = strlen(c->name);
+    if (strncmp(key, c->key, lp) || lk < lp + le || strcmp(key + lk - le, c->name)) return 0;
+    const char *tc = strstr(key + lp, ".tool_calls.");
+    return tc && tc + 12 <= key + lk - le;
+}
+
+/* 1: the span records its model's reply in source c (names added), 0: not in c */
+static int read_calls(const fl_otlp_span *s, const calls *c, names *ns) {
+    if (c->form == C_FLAT) {
+        int present = 0;
+        for (int i = 0; i < s->n_attrs; i++) {
+            const fl_otlp_attr *a = &s->attrs[i];
+            if (strncmp(a->key, c->key, strlen(c->key))) continue;
+            present = 1;
+            if (flat_call(a->key, c) && a->type == FL_OTLP_STR) names_add(ns, a->text);
+        }
+        return present;
+    }
+    const char *v = fl_otlp_attr_str(s, c->key);
+    if (!v) return 0;
+    cJSON *j = cJSON_Parse(v);
+    const cJSON *it;
+    if (!cJSON_IsArray(j)) { cJSON_Delete(j); return 0; } /* not this shape: not a reply we read */
+    cJSON_ArrayForEach(it, j) {
+        if (c->form == C_LIST) { names_add(ns, json_str(it, c->name)); continue; }
+        const cJSON *part, *parts = cJSON_GetObjectItemCaseSensitive(it, "parts");
+        cJSON_ArrayForEach(part, parts) {
+            const char *type = json_str(part, "type");
+            if (type && !strcmp(type, "tool_call")) names_add(ns, json_str(part, "name"));
+        }
+    }
+    cJSON_Delete(j);
+    return 1;
+}
+
+static int str_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+int fl_otlp_llm_choice(const fl_otlp_span *s, char **choice) {
+    names ns = {{0}, 0, 0};
+    int present = 0;
+    *choice = NULL;
+    for (int c = 0; c < N_CONV && !present; c++)
+        for (const calls *k = conventions[c].calls; k && k->form >= 0 && !present; k++)
+            present = read_calls(s, k, &ns);
+    /* a reply kept only as output text (Vercel's ai.response.text, OpenInference's
+     * output.value) is an answer */
+    if (!present) present = fl_otlp_field_raw(s, FL_OTLP_F_OUTPUT) != NULL;
+    size_t len = 0;
+    qsort(ns.v, (size_t)ns.n, sizeof *ns.v, str_cmp);
+    for (int i = 0; i < ns.n; i++) len += strlen(ns.v[i]) + 1;
+    if (present && !ns.oom && (*choice = malloc(ns.n ? len : sizeof "answer"))) {
+        if (!ns.n) strcpy(*choice, "answer");
+        else (*choice)[0] = 0;
+        for (int i = 0; i < ns.n; i++) strcat(strcat(*choice, i ? "+" : ""), ns.v[i]);
+    }
+    int oom = ns.oom || (present && !*choice);
+    for (int i = 0; i < ns.n; i++) free(ns.v[i]);
+    return oom ? -1 : present;
+}

@@ -285,6 +285,18 @@ static void map_spans(const mctx *m, const int *order, evlist *L, int64_t *tin, 
                                              .content = (char *)otlp_error_text(s)});
             break;
         }
+        case FL_OTLP_LLM: {
+            /* the model's decision: which tools (or handoff tools) it called, or "answer";
+             * placed at the call's start, because frameworks' millisecond clocks often end
+             * the LLM span after the tool span it chose has started */
+            int got = fl_otlp_llm_choice(s, &buf);
+            if (got < 0) L->oom = 1;
+            if (got > 0)
+                add(L, s->start_ns, (fl_event){.kind = FL_EV_BRANCH, .agent = (char *)context_agent(m, i),
+                                             .point = (char *)FL_POINT_LLM_TOOL_CHOICE, .choice = buf});
+            free(buf);
+            break;
+        }
         default: break;
         }
         /* branches: span events named flare.branch (flare's own extension, see the docs) */

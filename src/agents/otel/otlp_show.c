@@ -143,6 +143,12 @@ static const char *mark(const fl_spec *sp, const fl_event *ev) {
     case FL_EV_TOOL_CALL:
         if (a == FL_SPEC_NONE) return "   <- undeclared agent";
         return fl_spec_tool_find(sp, a, ev->tool) < 0 ? "   <- undeclared tool" : "";
+    case FL_EV_BRANCH: {
+        int ch, p = a >= 0 ? fl_spec_point_find(sp, a, ev->point, ev->choice, &ch) : -1;
+        if (a == FL_SPEC_NONE) return "   <- undeclared agent";
+        if (p < 0) return strcmp(ev->point, FL_POINT_LLM_TOOL_CHOICE) ? "   <- undeclared point" : "";
+        return ch < 0 ? "   <- undeclared choice" : "";
+    }
     default: return "";
     }
 }

@@ -144,6 +144,16 @@ static void fuzz_example(const char *ex, int stdout_variant) {
         assert_int_equal(sscanf(st, "%d %d", &found, &allowed), 2);
         free(st);
         assert_int_equal(found, allowed); /* every declared edge seen */
+        /* Decisions derived from the framework's own LLM spans: the math worker's model chose
+         * its calculator (the tool_error case) and the supervisor's chose a route. */
+        char *ch = NULL;
+        tu_sh(&ch, "cat %s/failures/*/*.json | grep -A1 '\"point\":.\"llm.tool_choice\"' | "
+                   "sed -n 's/^.*\"choice\":.\"\\(.*\\)\",*$/\\1/p' | sort -u | tr '\\n' ' '",
+              out);
+        printf("%s decisions seen: %s\n", ex, ch);
+        assert_non_null(strstr(ch, "calculate "));
+        assert_non_null(strstr(ch, "route_to_"));
+        free(ch);
     }
     for (const char *p = keys; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : "") {
         if (strncmp(p, "spec_violation:", 15)) continue;

@@ -110,6 +110,7 @@ void fz_queue_seal(fz_queue *q) { q->open = 0; }
 static int64_t pick_prob(fz_queue *q, fl_rng *r) {
     int64_t k = 0;
     int positive = 0;
+    if (!q->n_b) return 0; /* no seed: the campaign refuses to start (campaign.c) */
     for (int64_t step = 1;; step++) {
         if (q->cursor >= q->n_b) q->cursor = 0;
         k = q->cursor++;

@@ -23,7 +23,8 @@ with hooks + coverage update), mutate_s (Mutate() calls), setup_s (load, profile
 What it mirrors (DeepHunter, Xie et al. ISSTA 2019, as NeuraL-Coverage's fuzz.py runs it):
   - queue of seeds, prob selection over batches (a seed, or the mutants one round kept):
     priority 1 - B_c/gamma, p_min once B_c >= (1-p_min)*gamma, gamma 5, p_min 0.01; B_c counts
-    how often the batch was picked; then one of the batch's entries uniformly (as flare);
+    how often the batch was picked; the batches walked in queue order, each taken with its
+    priority (DeepHunter's prob_next, as flare); then one of the batch's entries uniformly;
   - per pick ceil(K * left / budget) mutants, 1..K (DeepHunter's power schedule, as flare's:
     budget = beta*255*size, left = budget - sum |I - I0|; `--power k`: always K, as NLC's
     schedule with one seed per iteration gives), each from Mutate(I): up to TRY_NUM 50 tries
@@ -425,6 +426,7 @@ def main():
     b_len = [1] * len(good)
     bc = np.zeros(max(16, 2 * len(good)), np.float64)
     bc_n = len(good)
+    cur = 0  # the walk's cursor (DeepHunter's current_id)
     found = set()
     execs = fails = 0
     t_fc = t_mut = 0.0
@@ -433,10 +435,15 @@ def main():
     t0 = time.perf_counter()
     with torch.no_grad():
         while execs < a.execs and bc_n:
-            # prob selection
-            b = bc[:bc_n]
-            pr = np.where(b < (1 - P_MIN) * GAMMA, 1 - b / GAMMA, P_MIN)
-            cb = int(rs.choice(bc_n, p=pr / pr.sum()))
+            # prob selection, as flare's: the cursor walks the batches in queue order and takes
+            # the one under it with its priority (a batch never fuzzed always), else moves on
+            while True:
+                if cur >= bc_n:
+                    cur = 0
+                cb, cur = cur, cur + 1
+                pr = 1 - bc[cb] / GAMMA if bc[cb] < (1 - P_MIN) * GAMMA else P_MIN
+                if pr >= 1 or rs.random() < pr:
+                    break
             bc[cb] += 1
             c = b_first[cb] + (int(rs.integers(b_len[cb])) if b_len[cb] > 1 else 0)
             # DeepHunter's power schedule, as flare's: ceil(K * left / budget), 1..K, where

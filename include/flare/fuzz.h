@@ -171,9 +171,11 @@ typedef enum fl_fuzz_select {
     FL_QSEL_UNIFORM,     /* every entry alike */
     FL_QSEL_TENSORFUZZ,  /* one of the 5 newest entries, or (1 in 6) any entry */
     FL_QSEL_DEEPTEST,    /* the newest entry first */
-    FL_QSEL_PROB,        /* DeepHunter: a batch (a seed, or the mutants one round kept) by
-                            priority 1 - B_c/gamma, at least p_min, where B_c is how often the
-                            batch was fuzzed; then one of its entries uniformly */
+    FL_QSEL_PROB,        /* DeepHunter: the batches (a seed, or the mutants one round kept)
+                            walked in queue order, each taken with priority 1 - B_c/gamma, at
+                            least p_min, where B_c is how often the batch was fuzzed (a queue
+                            cycle: every seed once before any twice); then one of its entries
+                            uniformly */
     FL_QSEL_FIFO,        /* the oldest entry not fuzzed yet, then uniform: DLFuzz's list of
                             images to process (the gradient strategies' default) */
     FL_QSEL_COUNT_

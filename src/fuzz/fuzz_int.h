@@ -45,14 +45,12 @@ typedef struct fz_queue {
      * round kept (Algorithm 1 adds a round's survivors as one batch). prob's priority and
      * B_c are per batch: a round that keeps 40 mutants adds one batch, not 40 chances to be
      * picked. A batch is contiguous in e[]. */
-    struct fz_batch { int64_t first, n, fuzzed, bucket_pos; } *b;
+    struct fz_batch { int64_t first, n, fuzzed; } *b;
     int64_t n_b, cap_b;
     int open;            /* the last batch takes the next entry (fz_queue_seal closes it) */
-    /* prob: batches grouped by min(fuzzed, n_buckets - 1); every batch of bucket b has the
-     * same priority, so a pick is a bucket by weight, then a batch uniformly, then one of its
-     * entries uniformly. */
-    int n_buckets;
-    int64_t **bucket, *bucket_n, *bucket_cap;
+    /* prob: the next batch its walk looks at (DeepHunter's current_id); it goes round the
+     * queue in order, taking each batch with its priority (queue.c) */
+    int64_t cursor;
     /* deeptest: ids not fuzzed yet, newest on top */
     int64_t *fresh, n_fresh, cap_fresh;
     int64_t fifo;        /* fifo: entries before this one have all been fuzzed */

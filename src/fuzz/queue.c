@@ -3,7 +3,7 @@
  * Selection policies (fuzz.h): uniform; tensorfuzz (TensorFuzz's sampler: one of the five
  * newest entries or, one time in six, any entry); deeptest (DeepTest: the newest entry not yet
  * fuzzed, then uniform); prob (DeepHunter's batch prioritisation with NeuraL-Coverage's
- * gamma 5, p_min 0.01: an entry fuzzed B_c times has priority 1 - B_c/gamma while
+ * gamma 5, p_min 0.01: a batch fuzzed B_c times has priority 1 - B_c/gamma while
  * B_c < (1 - p_min) * gamma, else p_min); fifo (DLFuzz's list of images to process: the
  * oldest entry not fuzzed yet, then uniform).
  *
@@ -14,10 +14,16 @@
  * many fresh, top-priority elements as it kept: with kmnc, which keeps most mutants, the
  * seeds were drowned (measured: 19 of 82 seeds ever fuzzed in 20 000 mutants).
  *
- * prob keeps the batches in buckets by fuzz count. Every batch of a bucket has the same
- * priority, so a pick costs O(buckets) instead of a pass over 10^5 batches.
+ * prob walks the batches in queue order, as DeepHunter's released prob_next does: a cursor
+ * goes round the queue and takes the batch under it with its priority, else moves on. This
+ * is AFL's queue cycle (each cycle visits every entry once, in order; AFL skips the ones it
+ * does not favour with a fixed probability): a batch never fuzzed has priority 1, so every
+ * seed is fuzzed once before any is fuzzed again, and a batch a round adds waits for the
+ * cursor instead of competing at once. Drawing a batch by weight from the whole queue
+ * (NeuraL-Coverage's SelectNext, flare until 2026-12-06) lets each round's fresh batch of
+ * priority 1 be drawn next, ahead of the seeds not fuzzed yet: lineages went deep while seeds
+ * waited (kmnc, 20 000 mutants: 9 of 82 seeds never fuzzed, docs/nn-fuzz.md).
  */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,16 +39,9 @@ fl_status fz_queue_init(fz_queue *q, fl_fuzz_select sel, double gamma, double p_
     q->sel = sel;
     q->gamma = gamma;
     q->p_min = p_min;
-    /* bucket b < last holds entries fuzzed exactly b times; the last one all the others,
-     * which share p_min. */
-    q->n_buckets = (int)ceil((1 - p_min) * gamma) + 1;
-    if (q->n_buckets < 1 || q->n_buckets > 100000)
+    if (!(gamma > 0) || !(p_min >= 0 && p_min <= 1))
         return fl_fail(e, FL_ERR_ARG, "prob selection: gamma %g, p_min %g give no usable priorities",
                        gamma, p_min);
-    q->bucket = calloc((size_t)q->n_buckets, sizeof *q->bucket);
-    q->bucket_n = calloc((size_t)q->n_buckets, sizeof *q->bucket_n);
-    q->bucket_cap = calloc((size_t)q->n_buckets, sizeof *q->bucket_cap);
-    if (!q->bucket || !q->bucket_n || !q->bucket_cap) return fl_fail(e, FL_ERR_NOMEM, "out of memory");
     return FL_OK;
 }
 
@@ -53,10 +52,6 @@ void fz_queue_free(fz_queue *q) {
         free(q->e[i].ops);
     }
     free(q->e);
-    for (int b = 0; q->bucket && b < q->n_buckets; b++) free(q->bucket[b]);
-    free(q->bucket);
-    free(q->bucket_n);
-    free(q->bucket_cap);
     free(q->b);
     free(q->fresh);
     memset(q, 0, sizeof *q);
@@ -72,10 +67,6 @@ static int push(int64_t **v, int64_t *n, int64_t *cap, int64_t x) {
     }
     (*v)[(*n)++] = x;
     return 0;
-}
-
-static int bucket_of(const fz_queue *q, int64_t fuzzed) {
-    return fuzzed < q->n_buckets - 1 ? (int)fuzzed : q->n_buckets - 1;
 }
 
 fl_status fz_queue_add(fz_queue *q, const fz_entry *ent, fl_err *e) {
@@ -95,9 +86,7 @@ fl_status fz_queue_add(fz_queue *q, const fz_entry *ent, fl_err *e) {
             q->cap_b = c;
         }
         struct fz_batch *b = &q->b[q->n_b];
-        *b = (struct fz_batch){.first = q->n, .bucket_pos = q->bucket_n[0]};
-        if (push(&q->bucket[0], &q->bucket_n[0], &q->bucket_cap[0], q->n_b))
-            return fl_fail(e, FL_ERR_NOMEM, "out of memory");
+        *b = (struct fz_batch){.first = q->n};
         q->n_b++;
         q->open = 1;
     }
@@ -114,38 +103,21 @@ fl_status fz_queue_add(fz_queue *q, const fz_entry *ent, fl_err *e) {
 
 void fz_queue_seal(fz_queue *q) { q->open = 0; }
 
-/* Move batch k from its bucket to the next one after a pick of one of its entries. */
-static void bump(fz_queue *q, int64_t k) {
-    struct fz_batch *x = &q->b[k];
-    int b = bucket_of(q, x->fuzzed), nb = bucket_of(q, x->fuzzed + 1);
-    x->fuzzed++;
-    if (b == nb) return;
-    int64_t last = q->bucket[b][--q->bucket_n[b]];
-    q->bucket[b][x->bucket_pos] = last;
-    q->b[last].bucket_pos = x->bucket_pos;
-    x->bucket_pos = q->bucket_n[nb];
-    /* push cannot fail here in practice only if memory runs out; then the batch simply stays
-     * counted in no bucket and is never picked by prob again. */
-    (void)push(&q->bucket[nb], &q->bucket_n[nb], &q->bucket_cap[nb], k);
-}
-
-/* A batch by priority, then one of its entries uniformly. */
+/* A batch as DeepHunter's prob_next takes it: the cursor's, with its priority, else the
+ * next one, round the queue; then one of its entries uniformly. A batch never fuzzed is
+ * always taken (priority 1), so a cycle fuzzes every batch it reaches fresh. With p_min 0
+ * every batch can reach priority 0: after a whole turn of those the cursor's is taken. */
 static int64_t pick_prob(fz_queue *q, fl_rng *r) {
-    double total = 0;
-    for (int b = 0; b < q->n_buckets; b++) total += (double)q->bucket_n[b] * priority(q, b);
-    double u = fl_rng_uniform(r) * total;
-    int64_t k = -1;
-    for (int b = 0; k < 0 && b < q->n_buckets; b++) {
-        double w = (double)q->bucket_n[b] * priority(q, b);
-        if (q->bucket_n[b] && (u < w || b == q->n_buckets - 1 || w == total)) {
-            int64_t i = (int64_t)(u / priority(q, b));
-            k = q->bucket[b][i < q->bucket_n[b] ? i : q->bucket_n[b] - 1];
-        }
-        u -= w;
+    int64_t k = 0;
+    int positive = 0;
+    if (!q->n_b) return 0; /* no seed: the campaign refuses to start (campaign.c) */
+    for (int64_t step = 1;; step++) {
+        if (q->cursor >= q->n_b) q->cursor = 0;
+        k = q->cursor++;
+        double p = priority(q, q->b[k].fuzzed);
+        positive |= p > 0;
+        if (p >= 1 || fl_rng_uniform(r) < p || (step >= q->n_b && !positive)) break;
     }
-    for (int b = q->n_buckets - 1; k < 0 && b >= 0; b--) /* rounding: the last non-empty bucket */
-        if (q->bucket_n[b]) k = q->bucket[b][q->bucket_n[b] - 1];
-    if (k < 0) return 0;
     const struct fz_batch *x = &q->b[k];
     return x->first + (x->n > 1 ? (int64_t)fl_rng_below(r, (uint32_t)x->n) : 0);
 }
@@ -174,6 +146,6 @@ int64_t fz_queue_pick(fz_queue *q, fl_rng *r, int only_seeds) {
         }
     }
     q->e[id].fuzzed++;
-    bump(q, q->e[id].batch);
+    q->b[q->e[id].batch].fuzzed++;
     return id;
 }

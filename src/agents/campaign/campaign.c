@@ -94,13 +94,20 @@ void sig_set_free(sig_set *s) {
 }
 
 /* ---- bookkeeping -------------------------------------------------------------------------------- */
-double camp_ok_ms(const camp *cp) {
-    uint64_t above = 0; /* cases slower than bucket k */
+double camp_hist_p99(const uint64_t *hist, uint64_t n) {
+    uint64_t above = 0; /* values above bucket k */
     for (int k = CAMP_OK_BUCKETS - 1; k >= 0; k--) {
-        above += cp->ok_hist[k];
-        if ((double)above > 0.01 * (double)cp->n_ok) return (double)(1ull << k) / 100;
+        above += hist[k];
+        if ((double)above > 0.01 * (double)n) return (double)(1ull << k) / 100;
     }
     return 0;
+}
+
+double camp_ok_ms(const camp *cp) { return camp_hist_p99(cp->ok_hist, cp->n_ok); }
+
+void camp_restart_add(camp *cp, double ms) {
+    fl_campaign_stats *s = &cp->st;
+    s->case_seconds += ms / 1000, s->hang_seconds += ms / 1000, s->restart_seconds += ms / 1000;
 }
 
 int camp_stopping(camp *cp) {
@@ -203,6 +210,7 @@ void camp_process(camp *cp, fl_case *c, const fl_trace *t, const camp_origin *or
     s->execs++;
     if (t->exit == FL_EXIT_CRASH) s->crashes++;
     if (t->exit == FL_EXIT_HANG) s->hangs++, s->hang_seconds += t->ms / 1000;
+    camp_stall_learn(cp, t); /* a timeout: its stall point is a known hang's (campaign_stall.c) */
     s->case_seconds += t->ms / 1000;
     if (t->exit == FL_EXIT_DONE) {
         int k = 0;

@@ -1,7 +1,7 @@
 /* Known hangs cut early (docs/agents-campaign.md, "Timeouts"; src/agents/campaign/
  * campaign_stall.c): the target's stall check (fl_target_set_stall: a silence of idle_ms asks
  * the callback, which may end the case as a hang), the stall points a campaign learns from its
- * timeouts, and the kill and restart counted as time lost.
+ * timeouts, the kill and restart counted as time lost, and timeouts kept out of the queue.
  * Against tests/targets/stall_tgt.c ("wait" in a request: silent for ever after 3 events). */
 #include <sys/stat.h>
 #include <unistd.h>
@@ -131,7 +131,8 @@ static void test_stall_hash(void **state) {
 }
 
 /* A campaign whose mutants of one seed mostly hang: after the first timeout, the known hang is
- * cut at its stall point (hangs_stalled), and the kill and restart are counted as time lost. */
+ * cut at its stall point (hangs_stalled), the kill and restart are counted as time lost, and
+ * no child that timed out enters the queue. */
 static void test_campaign_cuts_known_hangs(void **state) {
     (void)state;
     char out[160], *argv[] = {tgt, NULL};
@@ -158,6 +159,18 @@ static void test_campaign_cuts_known_hangs(void **state) {
     assert_int_equal(strtoull(v, NULL, 10), r.stats.hangs_stalled);
     free(v);
     v = stat_val(out, "restart_time"), assert_true(strtod(v, NULL) > 0), free(v);
+    /* the queue: the two seeds and children that ran to done only (none routes to wait) */
+    char p[256];
+    snprintf(p, sizeof p, "%s/queue", out);
+    camp_paths l = {0};
+    if (camp_paths_list(p, &l, 0, NULL, &e)) fail_msg("%s", e.msg);
+    for (int i = 0; i < l.n; i++) {
+        if (strstr(l.v[i], "orig:")) continue;
+        char *txt = slurp(l.v[i]);
+        if (strstr(txt, "wait")) fail_msg("a hanging child was kept: %s", l.v[i]);
+        free(txt);
+    }
+    camp_paths_free(&l);
 }
 
 int main(void) {

@@ -251,7 +251,11 @@ void camp_process(camp *cp, fl_case *c, const fl_trace *t, const camp_origin *or
     }
     fl_findings_free(&f);
 
-    int keep = org->name || (r > 0 && cp->o->schedule != FL_SCHED_NONE);
+    /* A child that timed out is not kept, whatever coverage it added (AFL adds only inputs
+     * that ran normally to its queue; a timeout goes to hangs/): most of its mutants stop at
+     * the same point and cost a timeout each, and the explore schedule would favour it, its
+     * path being rare. What it reached stays in the coverage map; its hang is saved. */
+    int keep = org->name || (r > 0 && cp->o->schedule != FL_SCHED_NONE && t->exit != FL_EXIT_HANG);
     if (org->op && !strcmp(org->op, "llm")) /* what the generator's cases are worth */
         s->llm_gen_cases++, s->llm_gen_kept += keep, s->llm_gen_finds += n_found > 0;
     if (keep) {

@@ -94,16 +94,14 @@ void sig_set_free(sig_set *s) {
 }
 
 /* ---- bookkeeping -------------------------------------------------------------------------------- */
-double camp_hist_p99(const uint64_t *hist, uint64_t n) {
-    uint64_t above = 0; /* values above bucket k */
+double camp_ok_ms(const camp *cp) {
+    uint64_t above = 0; /* cases slower than bucket k */
     for (int k = CAMP_OK_BUCKETS - 1; k >= 0; k--) {
-        above += hist[k];
-        if ((double)above > 0.01 * (double)n) return (double)(1ull << k) / 100;
+        above += cp->ok_hist[k];
+        if ((double)above > 0.01 * (double)cp->n_ok) return (double)(1ull << k) / 100;
     }
     return 0;
 }
-
-double camp_ok_ms(const camp *cp) { return camp_hist_p99(cp->ok_hist, cp->n_ok); }
 
 void camp_restart_add(camp *cp, double ms) {
     fl_campaign_stats *s = &cp->st;

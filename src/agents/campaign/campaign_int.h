@@ -316,8 +316,6 @@ fl_status camp_resume_opts(camp *cp, const fl_campaign_opts *o, fl_err *e);
  * rather than the slowest: one case slowed down by the machine must not set the tight
  * timeout of known hangs (campaign_run.c). */
 double camp_ok_ms(const camp *cp);
-/* The same percentile of any such histogram of n values. */
-double camp_hist_p99(const uint64_t *hist, uint64_t n);
 /* Known hangs cut early (campaign_stall.c), all under cp->mu but camp_stall_check, the
  * target's stall callback (fl_target_set_stall; ctx is cp), which takes it. learn: t timed
  * out, its stall point is a known hang's; note: a normal case's longest silence; idle_ms: the

@@ -72,7 +72,11 @@ void camp_stall_note(camp *cp, double silence_ms) {
 
 int camp_stall_idle_ms(const camp *cp) {
     if (!cp->n_stalls || !cp->n_quiet) return 0;
-    double p99 = camp_hist_p99(cp->quiet_hist, cp->n_quiet);
+    double p99 = 0; /* as camp_ok_ms: the top of the bucket the 99th percentile falls in */
+    uint64_t above = 0;
+    for (int k = CAMP_OK_BUCKETS - 1; k >= 0 && !p99; k--)
+        if ((double)(above += cp->quiet_hist[k]) > 0.01 * (double)cp->n_quiet)
+            p99 = (double)(1ull << k) / 100;
     int ms = (int)(STALL_MULT * p99) + 1;
     return ms < STALL_FLOOR ? STALL_FLOOR : ms;
 }

@@ -76,7 +76,7 @@ static void test_target_stall(void **state) {
     assert_true(fl_target_restart_ms(t) == 0);
     fl_trace_free(tr);
 
-    tr = run_case(t, "please wait");
+    tr = run_case(t, "wait");
     assert_int_equal(tr->exit, FL_EXIT_HANG);
     assert_int_equal(a.n, 1);
     assert_int_equal(a.events, 3); /* what came before the silence */

@@ -68,10 +68,14 @@ typedef struct fl_campaign_stats {
     uint64_t crashes, hangs; /* raw counts of cases that crashed / timed out */
     double case_seconds;     /* wall time of every case run, over every session */
     double hang_seconds;     /* of which cases that timed out: hang_seconds / case_seconds is
-                                the share of the time lost waiting on timeouts */
+                                the share of the time lost to timeouts */
+    double restart_seconds;  /* of hang_seconds (and case_seconds): killing the target after
+                                a timeout and starting it again (fl_target_restart_ms) */
     int timeout_ms;          /* the per-case timeout in force (given, calibrated or resumed) */
     uint64_t hangs_known;    /* timeouts under the tight timeout with a known hang signature */
     uint64_t hang_confirms;  /* ... with a new one, run again with the whole timeout */
+    uint64_t hangs_stalled;  /* of hangs_known: ended by the stall check, silent at a known
+                                hang's stall point (campaign_stall.c) */
     uint64_t execs_trim;     /* runs spent trimming queue entries (counted in execs too) */
     uint64_t trim_bytes;     /* bytes the trim removed from queue entries, all together */
     int trimmed;             /* queue entries the trim made shorter */

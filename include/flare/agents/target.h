@@ -12,9 +12,10 @@
  *     fl_target_free(t);
  *
  * What the runner guarantees, whatever the target does:
- *   - persistent mode (default) keeps one process for many cases and restarts it (before the
- *     next case) after it crashed, hung, hit the byte cap or closed stdout; fresh mode starts
- *     one process per case with TRACEPARENT and FLARE_CASE_ID in its environment;
+ *   - persistent mode (default) keeps one process for many cases and restarts it after it
+ *     crashed, hung, hit the byte cap or closed stdout (right after a timeout, else before the
+ *     next case); fresh mode starts one process per case with TRACEPARENT and
+ *     FLARE_CASE_ID in its environment;
  *   - the target runs in its own process group; on timeout the whole group gets SIGTERM, then
  *     SIGKILL after kill_grace_ms, so helpers it spawned die with it;
  *   - memory is bounded per case: at most max_bytes of stdout are read (then FL_EXIT_LIMIT and
@@ -87,5 +88,22 @@ void fl_target_set_timeout(fl_target *t, int timeout_ms);
 int fl_target_pid(const fl_target *t);     /* the running process, 0 when none */
 long fl_target_starts(const fl_target *t); /* processes started so far */
 const char *fl_target_log_path(const fl_target *t); /* NULL without log_dir */
+
+/* Known stalls end early. Once the target has been silent (no byte on stdout) for idle_ms
+ * with the whole request written, stalled(ctx, trace so far) is asked, once per silence; when
+ * it answers 1 the case ends there as FL_EXIT_HANG (killed as on a timeout) instead of at the
+ * timeout. A new process's silence counts from its first output: its start-up is not a
+ * stall. idle_ms < 1 or stalled NULL turns it off (the default); process targets only.
+ * stalled runs on the calling thread, inside fl_target_run. */
+typedef int (*fl_target_stall_fn)(void *ctx, const fl_trace *t);
+void fl_target_set_stall(fl_target *t, int idle_ms, fl_target_stall_fn stalled, void *ctx);
+/* The last case's longest silence in ms, measured as above (0 when none was measured), and
+ * whether stalled() ended it. */
+double fl_target_silence_ms(const fl_target *t);
+int fl_target_stalled(const fl_target *t);
+/* The last case, when it timed out: ms spent after it killing the process and (persistent
+ * mode) starting the next one, which happens then rather than before the next case; 0
+ * otherwise. Not part of its trace's ms. */
+double fl_target_restart_ms(const fl_target *t);
 
 #endif

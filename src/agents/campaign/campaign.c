@@ -103,6 +103,11 @@ double camp_ok_ms(const camp *cp) {
     return 0;
 }
 
+void camp_restart_add(camp *cp, double ms) {
+    fl_campaign_stats *s = &cp->st;
+    s->case_seconds += ms / 1000, s->hang_seconds += ms / 1000, s->restart_seconds += ms / 1000;
+}
+
 int camp_stopping(camp *cp) {
     const fl_campaign_opts *o = cp->o;
     if (cp->stop || (o->stop && *o->stop)) return cp->stop = 1;
@@ -203,6 +208,7 @@ void camp_process(camp *cp, fl_case *c, const fl_trace *t, const camp_origin *or
     s->execs++;
     if (t->exit == FL_EXIT_CRASH) s->crashes++;
     if (t->exit == FL_EXIT_HANG) s->hangs++, s->hang_seconds += t->ms / 1000;
+    camp_stall_learn(cp, t); /* a timeout: its stall point is a known hang's (campaign_stall.c) */
     s->case_seconds += t->ms / 1000;
     if (t->exit == FL_EXIT_DONE) {
         int k = 0;
@@ -243,7 +249,11 @@ void camp_process(camp *cp, fl_case *c, const fl_trace *t, const camp_origin *or
     }
     fl_findings_free(&f);
 
-    int keep = org->name || (r > 0 && cp->o->schedule != FL_SCHED_NONE);
+    /* A child that timed out is not kept, whatever coverage it added (AFL adds only inputs
+     * that ran normally to its queue; a timeout goes to hangs/): most of its mutants stop at
+     * the same point and cost a timeout each, and the explore schedule would favour it, its
+     * path being rare. What it reached stays in the coverage map; its hang is saved. */
+    int keep = org->name || (r > 0 && cp->o->schedule != FL_SCHED_NONE && t->exit != FL_EXIT_HANG);
     if (org->op && !strcmp(org->op, "llm")) /* what the generator's cases are worth */
         s->llm_gen_cases++, s->llm_gen_kept += keep, s->llm_gen_finds += n_found > 0;
     if (keep) {

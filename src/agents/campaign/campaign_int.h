@@ -264,6 +264,10 @@ typedef struct camp {
     uint64_t ok_hist[CAMP_OK_BUCKETS]; /* cases that ended with done, by time: bucket k holds
                                           times below 2^k x 10 us (camp_ok_ms) */
     uint64_t n_ok;
+    uint64_t *stalls;        /* stall points of known hangs (campaign_stall.c) */
+    int n_stalls, cap_stalls;
+    uint64_t quiet_hist[CAMP_OK_BUCKETS]; /* normal cases by their longest silence (as ok_hist) */
+    uint64_t n_quiet;
     int stop;                /* 1: no new case starts */
     fl_status err;           /* the first failure of flare itself (output folder, memory) */
     fl_err errmsg;
@@ -312,6 +316,17 @@ fl_status camp_resume_opts(camp *cp, const fl_campaign_opts *o, fl_err *e);
  * rather than the slowest: one case slowed down by the machine must not set the tight
  * timeout of known hangs (campaign_run.c). */
 double camp_ok_ms(const camp *cp);
+/* Known hangs cut early (campaign_stall.c), all under cp->mu but camp_stall_check, the
+ * target's stall callback (fl_target_set_stall; ctx is cp), which takes it. learn: t timed
+ * out, its stall point is a known hang's; note: a normal case's longest silence; idle_ms: the
+ * silence after which a case at a known stall point ends (0: none known yet). */
+uint64_t camp_stall_hash(const fl_trace *t);
+void camp_stall_learn(camp *cp, const fl_trace *t);
+void camp_stall_note(camp *cp, double silence_ms);
+int camp_stall_idle_ms(const camp *cp);
+int camp_stall_check(void *ctx, const fl_trace *t);
+/* Under cp->mu: a run's fl_target_restart_ms, time lost to its timeout beyond the case. */
+void camp_restart_add(camp *cp, double ms);
 /* Under cp->mu: should no new case start (a limit reached, stopped, failed)? */
 int camp_stopping(camp *cp);
 /* The campaign's trim (campaign_trim.c): called under cp->mu when x is first picked; runs

@@ -53,6 +53,11 @@ static void set_worker_timeout(worker *w, int ms) {
     if (w->timeout_ms != ms) fl_target_set_timeout(w->t, ms), w->timeout_ms = ms;
 }
 
+/* Under cp->mu: the stall check for the next runs (campaign_stall.c), off until a hang is known. */
+static void set_worker_stall(worker *w) {
+    fl_target_set_stall(w->t, camp_stall_idle_ms(w->cp), camp_stall_check, w->cp);
+}
+
 /* One child of p: a single random operator half of the time (a clean name for the queue
  * file), else an AFL havoc stack ("havoc,rep:N"). */
 static fl_case *make_child(worker *w, const fl_case *pc, const fl_case *sp,
@@ -83,6 +88,7 @@ static void *work(void *arg) {
         if (!p) break;
         if (!p->trim) { /* AFL trims an entry when it is first fuzzed */
             set_worker_timeout(w, tight_timeout(cp));
+            set_worker_stall(w);
             camp_trim(cp, p, w->t, w->tr, &w->trace_rng);
         }
         for (int k = 0; k < energy && !camp_stopping(cp); k++) {
@@ -90,6 +96,7 @@ static void *work(void *arg) {
             const q_entry *other = q_other(&cp->q, &w->rng, p);
             fl_case *gen = camp_llm_next(cp, &w->rng); /* usually NULL (campaign_llm.c) */
             int tight = tight_timeout(cp);
+            set_worker_stall(w);
             /* read under the lock: another worker's trim may replace an entry's case */
             const fl_case *pc = p->c, *sp = other ? other->c : NULL;
             const fl_mutate_extra *words = gen ? NULL : fl_autodict_snapshot(cp->autod);
@@ -99,21 +106,27 @@ static void *work(void *arg) {
             char op[64] = "llm";
             fl_case *child = gen ? gen : make_child(w, pc, sp, words, op, sizeof op);
             fl_status st = FL_OK;
+            double restart = 0; /* fl_target_restart_ms of the run that gave the result */
             if (child) {
                 fl_case_new_trace(child, &w->trace_rng);
                 snprintf(child->id, sizeof child->id, "%06llu",
                          (unsigned long long)(nexec % 1000000000000ull));
                 st = fl_target_run(w->t, child, w->tr, &w->e);
-                if (!st && w->tr->exit == FL_EXIT_HANG && tight < cp->timeout_ms) {
+                restart = fl_target_restart_ms(w->t);
+                int stalled = fl_target_stalled(w->t);
+                if (!st && w->tr->exit == FL_EXIT_HANG && (tight < cp->timeout_ms || stalled)) {
                     pthread_mutex_lock(&cp->mu);
                     int confirm = new_hang(cp, child, w->tr);
-                    if (!confirm) cp->st.hangs_known++;
+                    if (!confirm) cp->st.hangs_known++, cp->st.hangs_stalled += stalled;
                     pthread_mutex_unlock(&cp->mu);
                     if (confirm) { /* its time waiting under the tight timeout counts too */
-                        double lost = w->tr->ms;
+                        double lost = w->tr->ms, lost_restart = restart;
                         set_worker_timeout(w, cp->timeout_ms);
+                        fl_target_set_stall(w->t, 0, NULL, NULL);
                         st = fl_target_run(w->t, child, w->tr, &w->e);
+                        restart = fl_target_restart_ms(w->t);
                         pthread_mutex_lock(&cp->mu);
+                        camp_restart_add(cp, lost_restart);
                         cp->st.hang_confirms++;
                         cp->st.case_seconds += lost / 1000, cp->st.hang_seconds += lost / 1000;
                         pthread_mutex_unlock(&cp->mu);
@@ -122,6 +135,9 @@ static void *work(void *arg) {
                 if (!st) st = fl_otlp_src_collect(cp->otlp, child, w->tr, &w->e); /* spans */
             }
             pthread_mutex_lock(&cp->mu);
+            camp_restart_add(cp, restart);
+            if (!st && child && w->tr->exit == FL_EXIT_DONE)
+                camp_stall_note(cp, fl_target_silence_ms(w->t));
             if (words) fl_autodict_release(cp->autod, words);
             if (!child) {
                 fl_fail(&w->e, FL_ERR_NOMEM, "mutation: out of memory");
@@ -300,6 +316,7 @@ fl_status fl_campaign_run(const fl_campaign_opts *o, fl_campaign_result *r, fl_e
     q_free(&cp->q);
     sig_set_free(&cp->sigs);
     camp_edges_free(&cp->edges);
+    free(cp->stalls);
     fl_mutator_free(cp->mut);
     fl_autodict_free(cp->autod);
     fl_agcov_free(cp->cov);

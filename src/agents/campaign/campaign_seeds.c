@@ -26,6 +26,8 @@ static fl_status run_entry(camp *cp, fl_target *t, fl_trace *tr, fl_rng *trace_r
     }
     camp_origin org = {.name = name, .src = src, .write = write};
     pthread_mutex_lock(&cp->mu);
+    camp_restart_add(cp, fl_target_restart_ms(t));
+    if (tr->exit == FL_EXIT_DONE) camp_stall_note(cp, fl_target_silence_ms(t));
     camp_process(cp, c, tr, &org);
     st = cp->err;
     if (st) *e = cp->errmsg;
@@ -272,6 +274,7 @@ static fl_status resume(camp *cp, fl_target *t, fl_trace *tr, fl_rng *trace_rng,
         cp->st.execs_full_edges = (uint64_t)kv_num(&kv, "execs_full_edges");
         cp->st.case_seconds = kv_num(&kv, "case_time");
         cp->st.hang_seconds = kv_num(&kv, "hang_time");
+        cp->st.restart_seconds = kv_num(&kv, "restart_time");
         int rec = (int)kv_num(&kv, "timeout_ms"); /* the recorded timeout, unless -T */
         if (cp->o->timeout_ms <= 0 && rec > 0) {
             set_timeout(cp, t, rec, "resumed");

@@ -46,6 +46,7 @@ static int same_cov(void *ctx, const fl_case *c) {
     } else {
         fl_campaign_stats *s = &cp->st;
         s->execs++, s->execs_trim++;
+        camp_restart_add(cp, fl_target_restart_ms(m->t));
         s->case_seconds += m->tr->ms / 1000;
         if (m->tr->exit == FL_EXIT_HANG) s->hang_seconds += m->tr->ms / 1000;
         fl_agfeature *fv = NULL;

@@ -138,8 +138,10 @@ fl_status od_write_stats(const char *out_dir, const fl_campaign_stats *s, const 
     KV("total_hangs", "%llu", (unsigned long long)s->hangs);
     KV("case_time", "%.3f", s->case_seconds);
     KV("hang_time", "%.3f", s->hang_seconds);
+    KV("restart_time", "%.3f", s->restart_seconds);
     KV("hangs_known", "%llu", (unsigned long long)s->hangs_known);
     KV("hang_confirms", "%llu", (unsigned long long)s->hang_confirms);
+    KV("hangs_stalled", "%llu", (unsigned long long)s->hangs_stalled);
     KV("execs_trim", "%llu", (unsigned long long)s->execs_trim);
     KV("trim_bytes", "%llu", (unsigned long long)s->trim_bytes);
     KV("trimmed", "%d", s->trimmed);

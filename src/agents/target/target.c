@@ -59,6 +59,12 @@ struct fl_target {
     int log_fd;
     size_t log_size;
     fl_http *http;     /* an HTTP target (http_target.c): no process, no pipes */
+    int idle_ms;       /* fl_target_set_stall: silence after which stall_fn is asked */
+    fl_target_stall_fn stall_fn;
+    void *stall_ctx;
+    double silence_ms; /* the last case's longest silence */
+    double restart_ms; /* the last case's kill and restart after its timeout */
+    int stalled;       /* the last case was ended by stall_fn */
 };
 
 void fl_target_opts_default(fl_target_opts *o) {
@@ -75,6 +81,17 @@ void fl_target_set_timeout(fl_target *t, int timeout_ms) {
     t->o.timeout_ms = timeout_ms;
     fl_http_set_timeout(t->http, timeout_ms);
 }
+
+void fl_target_set_stall(fl_target *t, int idle_ms, fl_target_stall_fn stalled, void *ctx) {
+    if (!t) return;
+    t->idle_ms = stalled ? idle_ms : 0;
+    t->stall_fn = idle_ms > 0 ? stalled : NULL;
+    t->stall_ctx = ctx;
+}
+
+double fl_target_silence_ms(const fl_target *t) { return t->silence_ms; }
+int fl_target_stalled(const fl_target *t) { return t->stalled; }
+double fl_target_restart_ms(const fl_target *t) { return t->restart_ms; }
 
 int fl_target_pid(const fl_target *t) { return (int)t->pid; }
 long fl_target_starts(const fl_target *t) { return t->starts; }
@@ -442,6 +459,7 @@ static char *request(fl_target *t, const fl_case *c, fl_case *tmp, size_t *len) 
 
 fl_status fl_target_run(fl_target *t, const fl_case *c, fl_trace *tr, fl_err *e) {
     fl_trace_clear(tr);
+    t->silence_ms = 0, t->stalled = 0, t->restart_ms = 0;
     t->cur = tr;
     fl_case tmp;
     size_t req_len = 0, req_off = 0;
@@ -476,9 +494,28 @@ fl_status fl_target_run(fl_target *t, const fl_case *c, fl_trace *tr, fl_err *e)
     double t0 = fl_now();
     double limit_ms = t->o.timeout_ms + (t->fresh_start ? t->o.startup_ms : 0);
     int done = 0, eof = 0, write_failed = 0, over = 0;
+    /* Silence (fl_target_set_stall): quiet0 is when the current one began, in ms from t0; -1
+     * while it is not counted (the request not all written yet, or a new process that has not
+     * spoken yet: its start-up is no stall). asked: stall_fn answered for this silence. */
+    double quiet0 = -1;
+    int asked = 0;
     while (!done && !eof && !over) {
-        double left = limit_ms - 1000 * (fl_now() - t0);
+        double now_ms = 1000 * (fl_now() - t0), left = limit_ms - now_ms;
         if (left <= 0) break;
+        int wait_ms = (int)left + 1;
+        if (t->stall_fn && quiet0 >= 0 && !asked) {
+            double idle_left = t->idle_ms - (now_ms - quiet0);
+            if (idle_left <= 0) {
+                asked = 1;
+                if (now_ms - quiet0 > t->silence_ms) t->silence_ms = now_ms - quiet0;
+                if (t->stall_fn(t->stall_ctx, tr)) {
+                    t->stalled = 1;
+                    break;
+                }
+            } else if (idle_left < left) {
+                wait_ms = (int)idle_left + 1;
+            }
+        }
         struct pollfd p[3];
         int np = 0, i_out = -1, i_err = -1, i_in = -1;
         p[np] = (struct pollfd){.fd = t->fd_out, .events = POLLIN};
@@ -486,7 +523,7 @@ fl_status fl_target_run(fl_target *t, const fl_case *c, fl_trace *tr, fl_err *e)
         if (t->fd_err >= 0) p[np] = (struct pollfd){.fd = t->fd_err, .events = POLLIN}, i_err = np++;
         if (req_off < req_len && !write_failed)
             p[np] = (struct pollfd){.fd = t->fd_in, .events = POLLOUT}, i_in = np++;
-        int rc = poll(p, (nfds_t)np, (int)left + 1);
+        int rc = poll(p, (nfds_t)np, wait_ms);
         if (rc < 0 && errno != EINTR) {
             free(req);
             stop(t, 1, 0, &sent); /* mid-case: the process cannot serve another one */
@@ -497,6 +534,7 @@ fl_status fl_target_run(fl_target *t, const fl_case *c, fl_trace *tr, fl_err *e)
             ssize_t n = write(t->fd_in, req + req_off, req_len - req_off);
             if (n > 0) req_off += (size_t)n;
             else if (n < 0 && errno != EAGAIN && errno != EINTR) write_failed = 1;
+            if (req_off == req_len && quiet0 < 0 && !t->fresh_start) quiet0 = 1000 * (fl_now() - t0);
         }
         if (i_err >= 0 && p[i_err].revents) drain_stderr(t);
         if (p[i_out].revents) {
@@ -508,6 +546,9 @@ fl_status fl_target_run(fl_target *t, const fl_case *c, fl_trace *tr, fl_err *e)
                     eof = 1;
                     break;
                 }
+                double at = 1000 * (fl_now() - t0);
+                if (quiet0 >= 0 && at - quiet0 > t->silence_ms) t->silence_ms = at - quiet0;
+                if (req_off == req_len) quiet0 = at, asked = 0; /* output: progress */
                 size_t take = (size_t)n;
                 if (tr->bytes + take > t->o.max_bytes) take = t->o.max_bytes - tr->bytes, over = 1;
                 tr->bytes += take;
@@ -547,8 +588,18 @@ fl_status fl_target_run(fl_target *t, const fl_case *c, fl_trace *tr, fl_err *e)
     }
     if (!eof && !write_failed) { /* the deadline passed */
         tr->exit = FL_EXIT_HANG;
+        double k0 = fl_now();
         stop(t, 1, 0, &sent);
         tr->exit_status = -sent;
+        /* Persistent: the next process starts now rather than before the next case, so that
+         * its start-up overlaps with the caller's work on this result, and so that what the
+         * timeout cost beyond tr->ms (the kill, a fork and exec) is measured with it. A failed
+         * start is not this case's result: the next case tries again and reports it. */
+        if (!t->o.fresh) {
+            fl_err e2 = {0};
+            spawn(t, NULL, &e2);
+        }
+        t->restart_ms = 1000 * (fl_now() - k0);
         return FL_OK;
     }
     /* stdout closed or stdin refused: how did the process end? */

@@ -146,6 +146,11 @@ echo "== flare agents: share of case time lost to timeouts, 3000 execs, calibrat
 "$build/bench/bench_agents_guidance" hangs scheduler "$build/examples/scheduler" \
   examples/systems/scheduler/spec.json examples/systems/scheduler/seeds "$build/bench/tmp/agents_hangs" \
   5 "${BENCH_HANG_EXECS:-3000}" | tee -a "$res"
+# the same system when each agent message waits 2 ms, as for a (very fast) model: the share
+# is set by how a hang compares with a normal case (docs/agents-campaign.md)
+SYS_STEP_MS=2 "$build/bench/bench_agents_guidance" hangs scheduler_step2ms "$build/examples/scheduler" \
+  examples/systems/scheduler/spec.json examples/systems/scheduler/seeds "$build/bench/tmp/agents_hangs" \
+  5 "${BENCH_HANG_EXECS:-3000}" | tee -a "$res"
 "$build/bench/bench_agents_guidance" hangs taskforce "$build/examples/taskforce" \
   examples/agents/spec.json examples/agents/seeds "$build/bench/tmp/agents_hangs" \
   5 "${BENCH_HANG_EXECS:-3000}" | tee -a "$res"
@@ -326,7 +331,7 @@ for sysname in ("helpdesk", "coder", "pipeline"):
                 d["median_found"] >= d["planted"] - 1)
         else:
             missing(what, ">= 7", why())
-for sysname in ("scheduler", "taskforce"):
+for sysname in ("scheduler", "scheduler_step2ms", "taskforce"):
     d = r.get(f"agents_hangs_{sysname}")
     what = f"agents: {sysname} time lost to timeouts, 3000 execs (median of 5), hang found"
     if d:

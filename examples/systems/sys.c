@@ -37,7 +37,24 @@ static char *vfmt(const char *fmt, va_list ap) {
     return s;
 }
 
+/* SYS_STEP_MS (environment): each message waits this many ms first, as an agent waits for
+ * its model. Unset: 0, the systems answer in well under a millisecond. A real LLM call takes
+ * hundreds of ms; the hang measurement (docs/agents-campaign.md) is shown both ways, because
+ * the time share lost to a hang is set by how a hang compares with a normal case. */
+static void step_wait(void) {
+    static long ms = -1;
+    if (ms < 0) {
+        const char *v = getenv("SYS_STEP_MS");
+        ms = v ? strtol(v, NULL, 10) : 0;
+        if (ms < 0 || ms > 10000) ms = 0;
+    }
+    if (!ms) return;
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
 void sys_msg(const char *from, const char *to, const char *fmt, ...) {
+    step_wait();
     va_list ap;
     va_start(ap, fmt);
     char *s = vfmt(fmt, ap);

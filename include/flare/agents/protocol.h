@@ -30,6 +30,8 @@ typedef struct fl_case {
 fl_case *fl_case_new(int n_turns, const char *const *turns);
 fl_case *fl_case_copy(const fl_case *c);
 void fl_case_free(fl_case *c);
+/* The bytes of all its turns (what a case's length means for --max-len and trimming). */
+size_t fl_case_bytes(const fl_case *c);
 /* The request line (without the trailing newline), malloc'd. */
 char *fl_case_to_json(const fl_case *c);
 /* The case as a file holds it (a queue entry, a saved failure): the request and the case's

@@ -142,8 +142,7 @@ fl_status camp_seeds_check(const char *in_dir, size_t *longest, fl_err *e) {
     fl_status st = read_seeds(in_dir, 1, &l, &cs, e);
     *longest = 0;
     for (int i = 0; !st && i < l.n; i++) {
-        size_t n = 0;
-        for (int k = 0; k < cs[i]->n_turns; k++) n += strlen(cs[i]->turns[k]);
+        size_t n = fl_case_bytes(cs[i]);
         if (n > *longest) *longest = n;
     }
     free_seeds(&l, cs);

@@ -43,12 +43,6 @@ static int still_fails(void *ctx, const fl_case *c) {
     return 0;
 }
 
-static size_t case_bytes(const fl_case *c) {
-    size_t n = 0;
-    for (int i = 0; i < c->n_turns; i++) n += strlen(c->turns[i]);
-    return n;
-}
-
 static void default_out(const char *in, char *buf, size_t n) {
     size_t len = strlen(in);
     if (len > 5 && !strcmp(in + len - 5, ".json")) len -= 5;
@@ -66,7 +60,7 @@ fl_status fl_minimize(const char *path, const fl_min_opts *o, fl_min_result *r, 
     char *loaded = NULL, desc[1024];
     fl_case *c = sc.c;
     r->turns_before = c->n_turns;
-    r->bytes_before = case_bytes(c);
+    r->bytes_before = fl_case_bytes(c);
     if (!(m.tr = fl_trace_new())) st = fl_fail(e, FL_ERR_NOMEM, "out of memory");
     if (!st) st = saved_spec(o->spec_path, sc.spec, &m.spec, &loaded, e);
     fl_rng_seed(&m.trace_rng, (uint64_t)(fl_now() * 1e9));
@@ -110,7 +104,7 @@ fl_status fl_minimize(const char *path, const fl_min_opts *o, fl_min_result *r, 
     snprintf(r->signature, sizeof r->signature, "%s", m.sig);
     r->runs = m.runs;
     r->turns_after = c->n_turns;
-    r->bytes_after = case_bytes(c);
+    r->bytes_after = fl_case_bytes(c);
     fl_findings_free(&m.f);
     fl_target_free(m.t);
     fl_otlp_src_free(m.otlp);

@@ -97,7 +97,7 @@ q_entry *q_add(q_queue *q, fl_case *c, int src, int n_new, int new_features, uin
     x->path = path;
     x->n_feat = n_feat;
     if (n_feat) memcpy(x->feat, feat, (size_t)n_feat * sizeof *feat);
-    for (int i = 0; i < c->n_turns; i++) x->cost += strlen(c->turns[i]);
+    x->cost = fl_case_bytes(c);
     q->e[q->n++] = x;
     if (src < 0) q->n_seeds++;
     for (int i = 0; i < n_feat; i++) { /* become the top-rated entry where cheaper */
@@ -127,8 +127,7 @@ uint64_t q_cov_sig(const fl_agfeature *fv, int nf, int exit) {
 void q_retrim(q_queue *q, q_entry *x, fl_case *c) {
     x->untrimmed = x->c;
     x->c = c;
-    x->cost = 0;
-    for (int i = 0; i < c->n_turns; i++) x->cost += strlen(c->turns[i]);
+    x->cost = fl_case_bytes(c);
     for (int i = 0; i < x->n_feat; i++) {
         uint32_t k = x->feat[i] & (FL_AGCOV_MAP_SIZE - 1);
         if (q->top[k] != x && x->cost < q->top[k]->cost) q->top[k] = x, q->dirty = 1;

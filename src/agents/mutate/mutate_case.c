@@ -33,18 +33,12 @@ void mt_case_remove_turn(fl_case *c, int at) {
     c->n_turns--;
 }
 
-static size_t case_bytes(const fl_case *c) {
-    size_t t = 0;
-    for (int i = 0; i < c->n_turns; i++) t += strlen(c->turns[i]);
-    return t;
-}
-
 /* Try f on the turns of env->c, starting at a random one; the first turn it applies to is
  * rewritten. 1 changed, 0 applies to no turn, -1 out of memory. */
 int mt_apply_text(mt_env *env, mt_text_fn f) {
     fl_case *c = env->c;
     if (c->n_turns == 0) return 0;
-    size_t total = case_bytes(c);
+    size_t total = fl_case_bytes(c);
     int start = (int)fl_rng_below(env->r, (uint32_t)c->n_turns);
     for (int k = 0; k < c->n_turns; k++) {
         int i = (start + k) % c->n_turns;

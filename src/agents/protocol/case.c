@@ -96,6 +96,12 @@ fl_case *fl_case_copy(const fl_case *c) {
     return d;
 }
 
+size_t fl_case_bytes(const fl_case *c) {
+    size_t n = 0;
+    for (int i = 0; i < c->n_turns; i++) n += strlen(c->turns[i]);
+    return n;
+}
+
 void fl_case_free(fl_case *c) {
     if (!c) return;
     for (int i = 0; i < c->n_turns; i++) free(c->turns[i]);

@@ -12,11 +12,13 @@
  * Usage: bench_agents_guidance TARGET SPEC SEEDS WORKDIR [n_seeds=5] [budget=20000] [timeout_ms=100]
  *
  * A second mode counts defects found within a fixed budget on one of the systems of
- * examples/systems/ (each planted defect there is of its own oracle kind, so a defect is
- * found when a finding of its kind is):
- *   bench_agents_guidance defects NAME KINDS TARGET SPEC SEEDS WORKDIR [n_seeds=5]
+ * examples/systems/ (each planted defect there is of its own oracle kind):
+ *   bench_agents_guidance defects NAME KEYS TARGET SPEC SEEDS WORKDIR [n_seeds=5]
  *       [budget=3000] [timeout_ms=300]
- * KINDS is a comma list of finding kinds (fl_finding_kind_parse). It prints
+ * KEYS is a comma list, one per planted defect, of the start of its findings' key
+ * (`spec_violation:agent:Admin`; a bare kind, `loop`, where the system has no other way to a
+ * finding of that kind). A defect is found when a saved finding's key starts so: a finding
+ * of the same kind on another path (a side effect of another defect) does not count. It prints
  *   agents_defects_NAME_explore / _none  per-seed defects found, the median, of how many
  *
  * A third mode measures the time lost to timeouts (issue 15 §1) over a whole budget:
@@ -25,6 +27,7 @@
  * and prints agents_hangs_NAME: per seed the hang share (hang_time / case_time), the median,
  * and on how many seeds a hang was found.
  */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +41,7 @@
 static fl_finding_kind planted[FL_FIND_COUNT_] = {FL_FIND_LOOP, FL_FIND_SPEC, FL_FIND_TOOL_ERROR,
                                                   FL_FIND_FORBIDDEN, FL_FIND_CRASH, FL_FIND_HANG};
 static int N_PLANTED = 6;
+static const char *planted_key[FL_FIND_COUNT_]; /* the defects mode: each one's key prefix */
 
 /* Executions to the goal for one schedule and seed (0 when not reached); the parts. */
 static fl_campaign_stats last; /* the last run's counters (the hangs mode) */
@@ -80,24 +84,54 @@ static uint64_t run_one(char *const *argv, const char *spec, const char *seeds, 
     return r.stats.execs_goal;
 }
 
+/* 1 when a finding file under DIR/SUB has a "key" that starts with PREFIX. */
+static int key_found(const char *dir, const char *sub, const char *prefix) {
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s", dir, sub);
+    DIR *d = opendir(path);
+    if (!d) return 0;
+    int found = 0;
+    for (struct dirent *de; !found && (de = readdir(d));) {
+        if (!strstr(de->d_name, ".json")) continue;
+        char f[4700];
+        snprintf(f, sizeof f, "%s/%s", path, de->d_name);
+        FILE *fp = fopen(f, "rb");
+        if (!fp) continue;
+        char buf[65536];
+        size_t n = fread(buf, 1, sizeof buf - 1, fp);
+        fclose(fp);
+        buf[n] = 0;
+        const char *k = strstr(buf, "\"key\":");
+        if (!k) continue;
+        for (k += 6; *k == ' ' || *k == '\t'; k++) {}
+        found = *k == '"' && !strncmp(k + 1, prefix, strlen(prefix));
+    }
+    closedir(d);
+    return found;
+}
+
 /* The defects mode: planted kinds found within the budget, per schedule, median over seeds. */
 static int defects(int argc, char **argv) {
     if (argc < 8) {
-        fprintf(stderr, "usage: %s defects NAME KINDS TARGET SPEC SEEDS WORKDIR [n_seeds=5] "
+        fprintf(stderr, "usage: %s defects NAME KEYS TARGET SPEC SEEDS WORKDIR [n_seeds=5] "
                         "[budget=3000] [timeout_ms=300]\n", argv[0]);
         return 2;
     }
     N_PLANTED = 0;
-    char kinds[256];
+    char kinds[1024];
     snprintf(kinds, sizeof kinds, "%s", argv[3]);
     for (char *w = strtok(kinds, ","); w; w = strtok(NULL, ",")) {
-        int k = fl_finding_kind_parse(w);
+        char kind[64];
+        snprintf(kind, sizeof kind, "%.*s", (int)strcspn(w, ":"), w);
+        int k = fl_finding_kind_parse(kind);
         if (k < 0 || N_PLANTED == FL_FIND_COUNT_) {
-            fprintf(stderr, "bench_agents_guidance: unknown finding kind '%s'\n", w);
+            fprintf(stderr, "bench_agents_guidance: unknown finding kind '%s'\n", kind);
             return 2;
         }
+        planted_key[N_PLANTED] = w;
         planted[N_PLANTED++] = (fl_finding_kind)k;
     }
+    stop_at_goal = 0; /* the goal is met by kinds: a same-kind finding on another path would stop it */
     int n = argc > 8 ? atoi(argv[8]) : 5;
     uint64_t budget = argc > 9 ? strtoull(argv[9], NULL, 10) : 3000;
     int timeout_ms = argc > 10 ? atoi(argv[10]) : 300;
@@ -115,8 +149,14 @@ static int defects(int argc, char **argv) {
             run_one(targv, argv[5], argv[6], argv[7], sch[s], (uint64_t)k + 1, budget, timeout_ms,
                     0, parts, &t);
             secs += t;
+            char out[4096];
+            snprintf(out, sizeof out, "%s/%s_%d", argv[7], fl_schedule_name(sch[s]), k + 1);
             found[k] = 0;
-            for (int i = 0; i < N_PLANTED; i++) found[k] += parts[i] != 0;
+            for (int i = 0; i < N_PLANTED; i++) {
+                char sub[128];
+                snprintf(sub, sizeof sub, "failures/%s", fl_finding_kind_name(planted[i]));
+                found[k] += key_found(out, planted[i] == FL_FIND_HANG ? "hangs" : sub, planted_key[i]);
+            }
             printf("%s%llu", k ? ", " : "", (unsigned long long)found[k]);
         }
         printf("], \"median_found\": %.1f, \"seconds\": %.1f}\n", median(found, n), secs);

@@ -131,9 +131,11 @@ cc -std=c11 -O2 -Wall -Wextra -Werror -o "$build/examples/taskforce" examples/ag
   examples/agents/seeds "$build/bench/tmp/agents_guidance" 5 20000 100 | tee -a "$res"
 
 echo "== flare agents: planted defects found in 3000 executions, no LLM, examples/systems (median of 5 seeds, explore and none) =="
-for sys in "helpdesk forbidden_output,crash,tool_error,loop,hang,spec_violation,empty_output,no_output" \
-           "coder loop,spec_violation,output_length,crash,forbidden_output,no_output,tool_error,hang" \
-           "pipeline crash,tool_error,hang,loop,spec_violation,forbidden_output,output_length,empty_output"; do
+# each planted defect as the start of its findings' key (a same-kind finding on another path,
+# a side effect of another defect, does not count): bench/bench_agents_guidance.c
+for sys in "helpdesk forbidden_output:api-key,crash:-6:Refunds,tool_error:Refunds/issue_refund,loop,hang:Refunds,spec_violation:agent:Admin,empty_output,no_output" \
+           "coder loop,spec_violation:agent:Deployer,output_length,crash:-6:Coder,forbidden_output:api-key,no_output,tool_error:Coder/run_tests,hang:Coder" \
+           "pipeline crash:-6:Ingest,tool_error:Transform/convert_units,hang:Transform,loop,spec_violation:agent:Archiver,forbidden_output:api-key,output_length,empty_output"; do
   set -- $sys
   [ -x "$build/examples/$1" ] || make --no-print-directory "$build/examples/$1" >/dev/null
   "$build/bench/bench_agents_guidance" defects "$1" "$2" "$build/examples/$1" \

@@ -100,7 +100,6 @@ static void load(const char *t, int currency) {
         return;
     }
     sys_result("Loader", "write_table", 1, "120 rows written");
-    sys_msg("Loader", "Ingest", "done");
     /* BUG (output length): a {{placeholder}} in the request is expanded with the whole table */
     if (strstr(t, "{{") || strstr(t, "${") || strstr(t, "{%")) {
         char *big = malloc(12001);
@@ -108,15 +107,18 @@ static void load(const char *t, int currency) {
         memset(big, '|', 12000), big[12000] = 0;
         sys_output("Loaded: %s", big);
         free(big);
-        return;
-    }
-    /* BUG (empty output): the summary line is formatted only for amounts in a known currency,
-     * and left blank when the request has a currency symbol the formatter does not know */
-    if (!currency && sys_has_symbol(t)) {
+    } else if (!currency && sys_has_symbol(t)) {
+        /* BUG (empty output): the summary line is formatted only for amounts in a known
+         * currency, and left blank when the request has a currency symbol the formatter does
+         * not know */
         sys_output("\t");
-        return;
+    } else {
+        sys_output("Loaded 120 rows.");
     }
-    sys_output("Loaded 120 rows.");
+    /* Control goes back to Ingest for the next turn after the reply: the reply is the
+     * Loader's (an output after this message would be read as Ingest's, an edge the spec
+     * does not allow) */
+    sys_msg("Loader", "Ingest", "done");
 }
 
 void sys_handle(char **turns, int n) {

@@ -1,6 +1,6 @@
 /* The campaign's trim (campaign_trim.c, docs/agents-campaign.md "Trimming"): a queue entry
  * padded with text its coverage does not need is cut to what it needs; an entry whose every
- * word matters is left as it is; the budget holds; the trimmed entry's queue file is rewritten
+ * word matters is left as it is; the budget and the share hold; the trimmed entry's queue file is rewritten
  * atomically; and a whole campaign trims its kept children. Against
  * tests/targets/campaign_tgt.c, whose coverage depends only on the words "math", "search",
  * "please" (counted), "boom" and "leak". */
@@ -44,7 +44,8 @@ typedef struct fix {
     char out[128];
 } fix;
 
-static void fix_start(fix *f, const char *name, const char *text, int trim_execs) {
+/* execs: the campaign's executions before the trim (the trim share is a share of them). */
+static void fix_start_at(fix *f, const char *name, const char *text, int trim_execs, uint64_t execs) {
     memset(f, 0, sizeof *f);
     fl_err e = {0};
     snprintf(f->out, sizeof f->out, "%s/%s", tmp, name);
@@ -84,9 +85,15 @@ static void fix_start(fix *f, const char *name, const char *text, int trim_execs
     snprintf(rel, sizeof rel, "queue/%s", f->x->name);
     assert_int_equal(od_write_case(f->out, rel, c, &e), FL_OK);
     pthread_mutex_lock(&f->cp.mu);
+    f->cp.st.execs = execs;
     camp_trim(&f->cp, f->x, f->t, f->tr, &f->rng);
     pthread_mutex_unlock(&f->cp.mu);
     assert_int_equal(f->cp.err, FL_OK);
+}
+
+/* A campaign far enough along that its trim share does not limit this trim. */
+static void fix_start(fix *f, const char *name, const char *text, int trim_execs) {
+    fix_start_at(f, name, text, trim_execs, 100000);
 }
 
 static void fix_end(fix *f) {
@@ -135,7 +142,7 @@ static void test_padding_trimmed(void **state) {
     assert_int_equal(f.cp.st.trimmed, 1);
     assert_int_equal(f.cp.st.trim_bytes, strlen(b.p) - strlen("please math"));
     assert_true(f.cp.st.execs_trim > 0 && f.cp.st.execs_trim <= 400);
-    assert_int_equal(f.cp.st.execs, f.cp.st.execs_trim);
+    assert_int_equal(f.cp.st.execs - 100000, f.cp.st.execs_trim);
     assert_int_equal(f.x->cost, strlen("please math"));
     assert_non_null(f.x->untrimmed); /* kept alive for a worker still mutating it */
     fl_case *saved = queue_file(&f);
@@ -157,6 +164,33 @@ static void test_budget(void **state) {
     assert_int_equal(f.cp.st.execs_trim, 3); /* the cap, exactly */
     assert_true(strlen(f.x->c->turns[0]) < strlen(b.p)); /* first chunks went */
     assert_non_null(strstr(f.x->c->turns[0], "math"));
+    fix_end(&f);
+    free(b.p);
+}
+
+/* Trimming takes at most FL_CAMPAIGN_TRIM_SHARE % of the executions: 50 done, 5 trim runs
+ * (the same trim takes more when nothing limits it), whatever the per-entry cap; none at
+ * all while the share is under one run. */
+static void test_share(void **state) {
+    (void)state;
+    fl_sb b = {0};
+    for (int i = 0; i < 40; i++) fl_sb_printf(&b, "padding words here. ");
+    fl_sb_printf(&b, "math");
+    fix f;
+    fix_start_at(&f, "share", b.p, 400, 50);
+    assert_int_equal(f.cp.st.execs_trim, 50 * FL_CAMPAIGN_TRIM_SHARE / 100);
+    assert_true(strlen(f.x->c->turns[0]) < strlen(b.p));
+    pthread_mutex_lock(&f.cp.mu);
+    assert_int_equal(camp_trim_budget(&f.cp), 0); /* 55 runs now: 5.5 allowed, 5 used */
+    f.cp.st.execs = 1000;
+    assert_int_equal(camp_trim_budget(&f.cp), 95); /* 100 allowed, 5 used; per entry: 400 */
+    f.cp.st.execs = 5;
+    f.cp.st.execs_trim = 0;
+    assert_int_equal(camp_trim_budget(&f.cp), 0);
+    pthread_mutex_unlock(&f.cp.mu);
+    fix_end(&f);
+    fix_start(&f, "share_free", b.p, 400);
+    assert_true(f.cp.st.execs_trim > 50 * FL_CAMPAIGN_TRIM_SHARE / 100);
     fix_end(&f);
     free(b.p);
 }
@@ -193,6 +227,7 @@ static void test_campaign(void **state) {
     }
     assert_true(r[0].stats.trimmed > 0);
     assert_true(r[0].stats.execs_trim <= (uint64_t)FL_CAMPAIGN_TRIM_EXECS * (uint64_t)r[0].stats.corpus_found);
+    assert_true(r[0].stats.execs_trim * 100 <= FL_CAMPAIGN_TRIM_SHARE * r[0].stats.execs);
     assert_int_equal(r[0].stats.execs_trim, r[1].stats.execs_trim);
     assert_int_equal(r[0].stats.trim_bytes, r[1].stats.trim_bytes);
     assert_int_equal(r[0].stats.corpus_count, r[1].stats.corpus_count);
@@ -216,6 +251,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_padding_trimmed),
         cmocka_unit_test(test_budget),
+        cmocka_unit_test(test_share),
         cmocka_unit_test(test_all_parts_matter),
         cmocka_unit_test(test_campaign),
     };

@@ -118,6 +118,9 @@ typedef struct fl_campaign_stats {
 
 /* The trim (AFL's trim_case): at most this many runs per queue entry by default. */
 #define FL_CAMPAIGN_TRIM_EXECS 48
+/* Trimming takes at most this share (percent) of the executions done so far; an entry picked
+ * while it is spent is fuzzed as it is and trimmed at a later pick (docs/agents-campaign.md). */
+#define FL_CAMPAIGN_TRIM_SHARE 10
 
 #define FL_CAMP_GIVEN_SCHEDULE 1u
 #define FL_CAMP_GIVEN_SEED 2u

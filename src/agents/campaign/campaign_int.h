@@ -329,9 +329,11 @@ int camp_stall_check(void *ctx, const fl_trace *t);
 void camp_restart_add(camp *cp, double ms);
 /* Under cp->mu: should no new case start (a limit reached, stopped, failed)? */
 int camp_stopping(camp *cp);
-/* The campaign's trim (campaign_trim.c): called under cp->mu when x is first picked; runs
- * without the lock on the worker's target t. */
+/* The campaign's trim (campaign_trim.c): called under cp->mu when x is picked untrimmed and
+ * camp_trim_budget is > 0; runs without the lock on the worker's target t. */
 void camp_trim(camp *cp, q_entry *x, fl_target *t, fl_trace *tr, fl_rng *trace_rng);
+/* Under cp->mu: the trim runs one entry may take now (0: the trim share is spent). */
+int camp_trim_budget(const camp *cp);
 /* Record the first failure of flare itself and stop the campaign. */
 void camp_fail(camp *cp, const fl_err *e);
 /* Load the seeds of in_dir (or, resuming, the queue and the saved findings of out_dir) and

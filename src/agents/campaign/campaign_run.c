@@ -86,7 +86,7 @@ static void *work(void *arg) {
         int energy;
         q_entry *p = q_pick(&cp->q, &w->rng, &energy);
         if (!p) break;
-        if (!p->trim) { /* AFL trims an entry when it is first fuzzed */
+        if (!p->trim && camp_trim_budget(cp) > 0) { /* AFL trims an entry when first fuzzed */
             set_worker_timeout(w, tight_timeout(cp));
             set_worker_stall(w);
             camp_trim(cp, p, w->t, w->tr, &w->trace_rng);

@@ -6,7 +6,15 @@
  * run; a removal is kept when the trace gives the same coverage signature the entry was kept
  * for (q_cov_sig: the same map entries and hit-count buckets, ending the same way). At most
  * trim_execs runs per entry (FL_CAMPAIGN_TRIM_EXECS), counted in execs_done and in -E, and
- * in fuzzer_stats as execs_trim (AFL++ counts its trim runs in its stage statistics). Trim
+ * in fuzzer_stats as execs_trim (AFL++ counts its trim runs in its stage statistics).
+ *
+ * AFL trims every entry, and there the trim is a small part of what an entry costs: thousands
+ * of havoc runs follow it. Here an entry's batch is 2 to 64 children and each run is a whole
+ * conversation with the system, so trimming every kept child took about a fifth of a 3 000-run
+ * campaign. Trimming therefore takes at most FL_CAMPAIGN_TRIM_SHARE percent of the executions
+ * done so far (camp_trim_budget); an entry picked while that share is spent is fuzzed as it
+ * is and trimmed at a later pick. Often-picked entries (the favoured ones) are thus trimmed
+ * first. Trim
  * runs are not judged by the oracles and do not touch the coverage map: they only compare.
  * Everything depends on the target's behaviour alone, so a campaign stays a function of -s.
  *
@@ -59,10 +67,10 @@ static int same_cov(void *ctx, const fl_case *c) {
     return r;
 }
 
-static size_t bytes(const fl_case *c) {
-    size_t n = 0;
-    for (int i = 0; i < c->n_turns; i++) n += strlen(c->turns[i]);
-    return n;
+int camp_trim_budget(const camp *cp) {
+    double allowed = (double)cp->st.execs * FL_CAMPAIGN_TRIM_SHARE / 100 - (double)cp->st.execs_trim;
+    int per_entry = cp->o->trim_execs > 0 ? cp->o->trim_execs : FL_CAMPAIGN_TRIM_EXECS;
+    return allowed < 1 ? 0 : allowed < per_entry ? (int)allowed : per_entry;
 }
 
 void camp_trim(camp *cp, q_entry *x, fl_target *t, fl_trace *tr, fl_rng *trace_rng) {
@@ -75,14 +83,14 @@ void camp_trim(camp *cp, q_entry *x, fl_target *t, fl_trace *tr, fl_rng *trace_r
         return;
     }
     tctx m = {.cp = cp, .x = x, .t = t, .tr = tr, .trace_rng = trace_rng,
-              .max = cp->o->trim_execs > 0 ? cp->o->trim_execs : FL_CAMPAIGN_TRIM_EXECS};
+              .max = camp_trim_budget(cp)};
     camp_shrink_opts so = {.rounds = 1, .skip_json = 1};
-    size_t before = bytes(x->c);
+    size_t before = fl_case_bytes(x->c);
     pthread_mutex_unlock(&cp->mu);
     fl_status st = camp_shrink(c, &so, same_cov, &m, &e);
     pthread_mutex_lock(&cp->mu);
     if (st) camp_fail(cp, &e);
-    size_t after = bytes(c);
+    size_t after = fl_case_bytes(c);
     if (st || after >= before) {
         fl_case_free(c);
         return;

@@ -199,6 +199,14 @@ static void test_fuzz_helpdesk(void **state) {
     for (int k = 0; k < FL_FIND_COUNT_; k++) kinds += res.stats.kind_first_exec[k] != 0;
     printf("helpdesk, 300 executions: %d finding kinds\n", kinds);
     assert_true(kinds >= 1);
+    /* --mix-lang reaches the campaign and is recorded with it (what mixing does: above) */
+    TU_NEED(access("build/flare", X_OK) == 0, "build/flare (make builds it)");
+    assert_int_equal(tu_sh(NULL, "build/flare agents fuzz -i examples/systems/helpdesk/seeds "
+                                 "-o %s/mix -E 20 -T 300 --mix-lang --quiet -- %s", dir, bin), 0);
+    assert_int_equal(tu_sh(NULL, "grep -q '^command_line .*--mix-lang' %s/mix/fuzzer_stats", dir), 0);
+    assert_int_equal(tu_sh(NULL, "build/flare agents fuzz -i examples/systems/helpdesk/seeds "
+                                 "-o %s/nomix -E 20 -T 300 --quiet -- %s", dir, bin), 0);
+    assert_int_equal(tu_sh(NULL, "grep -q -- '--mix-lang' %s/nomix/fuzzer_stats", dir), 1);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     assert_int_equal(system(cmd), 0);

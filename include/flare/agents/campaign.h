@@ -151,6 +151,8 @@ typedef struct fl_campaign_opts {
     int auto_dict;           /* tokens of the automatic dictionary from the traces (mutate.h:
                                 fl_autodict, --auto-dict); 0 (the default): none. Off by
                                 default: on the example it made guidance worse (docs) */
+    int mix_lang;            /* fl_mutate_opts.mix_lang (--mix-lang): 1 lets every mutator
+                                write the other language; 0 (the default): turns keep theirs */
     int mem_limit_mb;        /* RLIMIT_AS of the target; 0: none */
     const char *otlp_listen; /* OTLP/HTTP receiver address (--otlp-listen), may be NULL */
     const char *otlp_file;   /* OTLP JSON-lines file to follow (--otlp-file), may be NULL */

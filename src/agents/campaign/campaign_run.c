@@ -195,6 +195,7 @@ static fl_status setup(camp *cp, const fl_campaign_opts *o, fl_err *e) {
     if (o->max_len > 0 && o->max_len < 16)
         return fl_fail(e, FL_ERR_ARG, "--max-len %zu: at least 16 bytes", o->max_len);
     cp->st.max_len = cp->meta.max_len = mo.max_len;
+    mo.mix_lang = o->mix_lang;
     if ((st = fl_mutator_new(&mo, &cp->mut, e))) return st;
     if ((st = fl_mutator_add_spec_words(cp->mut, cp->spec, e))) return st; /* issue 15 §2 */
     if (o->auto_dict > 0 && !(cp->autod = fl_autodict_new(o->auto_dict)))

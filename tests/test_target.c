@@ -225,6 +225,36 @@ static void test_hang_then_restart(void **state) {
     fl_target_free(t);
 }
 
+/* The spare (fl_target_opts.spare) on a target that takes 200 ms to start and hangs on its
+ * second request: the first restart starts a process as before and a spare beside it; the
+ * second restart takes the spare, which has started meanwhile, so the case after it does not
+ * wait for a start-up. Without a spare, it does. The spare is reaped with the target. */
+static void test_spare(void **state) {
+    setenv("AGENT_TGT_START_MS", "200", 1);
+    for (int spare = 0; spare < 2; spare++) {
+        fl_target_opts o;
+        fl_target_opts_default(&o);
+        o.timeout_ms = 300, o.kill_grace_ms = 50, o.startup_ms = 1000, o.spare = spare;
+        fl_target *t = start("hang", "2", &o);
+        double ms[6] = {0};
+        for (int i = 1; i <= 5; i++) {
+            if (i == 4) usleep(300000); /* cases run meanwhile: the spare is up */
+            fl_trace *tr = run1(t, i, NULL);
+            expect_exit(tr, i == 2 || i == 4 ? FL_EXIT_HANG : FL_EXIT_DONE, i == 2 || i == 4 ? -SIGTERM : 0);
+            ms[i] = tr->ms;
+            fl_trace_free(tr);
+        }
+        assert_int_equal(fl_target_starts(t), 3);
+        assert_true(ms[3] >= 150); /* the first restart waits for a start-up either way */
+        if (spare) assert_true(ms[5] < 100);
+        else assert_true(ms[5] >= 150);
+        fl_target_free(t);
+        assert_int_equal(waitpid(-1, NULL, WNOHANG), -1); /* no child left, the spare neither */
+        assert_int_equal(errno, ECHILD);
+    }
+    unsetenv("AGENT_TGT_START_MS");
+}
+
 static void test_never_answers(void **state) {
     fl_target *t = start("silent", NULL, NULL);
     fl_trace *tr = run1(t, 1, NULL);
@@ -625,6 +655,7 @@ int main(void) {
         cmocka_unit_test(test_write_to_dead_target),
         cmocka_unit_test(test_done_before_request_read),
         cmocka_unit_test(test_hang_then_restart),
+        cmocka_unit_test(test_spare),
         cmocka_unit_test(test_never_answers),
         cmocka_unit_test(test_ignores_sigterm),
         cmocka_unit_test(test_kills_process_group),

@@ -41,16 +41,21 @@ static char *vfmt(const char *fmt, va_list ap) {
  * its model. Unset: 0, the systems answer in well under a millisecond. A real LLM call takes
  * hundreds of ms; the hang measurement (docs/agents-campaign.md) is shown both ways, because
  * the time share lost to a hang is set by how a hang compares with a normal case. */
+static long env_ms(const char *name) {
+    const char *v = getenv(name);
+    long ms = v ? strtol(v, NULL, 10) : 0;
+    return ms < 0 || ms > 10000 ? 0 : ms;
+}
+
+static void wait_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    if (ms > 0) nanosleep(&ts, NULL);
+}
+
 static void step_wait(void) {
     static long ms = -1;
-    if (ms < 0) {
-        const char *v = getenv("SYS_STEP_MS");
-        ms = v ? strtol(v, NULL, 10) : 0;
-        if (ms < 0 || ms > 10000) ms = 0;
-    }
-    if (!ms) return;
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
+    if (ms < 0) ms = env_ms("SYS_STEP_MS");
+    wait_ms(ms);
 }
 
 void sys_msg(const char *from, const char *to, const char *fmt, ...) {
@@ -224,6 +229,9 @@ int main(int argc, char **argv) {
                 sys_name);
         return 2;
     }
+    /* SYS_START_MS: the process first waits this long, as an interpreter loading an agent
+     * framework does (Node or Python systems take a second or two) */
+    wait_ms(env_ms("SYS_START_MS"));
     char *line = NULL;
     size_t cap = 0;
     while (getline(&line, &cap, stdin) > 0) handle_line(line);

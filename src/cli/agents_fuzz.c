@@ -139,6 +139,7 @@ static void command_line(const cli_opts *o, uint64_t seed, char *buf, size_t n) 
     if (o->set[F_trim_execs]) ADD(" --trim-execs %lld", (long long)o->trim_execs);
     if (o->set[F_auto_dict]) ADD(" --auto-dict %lld", (long long)o->auto_dict);
     if (o->mix_lang) ADD(" --mix-lang");
+    if (o->no_spare) ADD(" --no-spare");
     if (o->set[F_dict]) ADD(" -x %s", o->dict);
     if (o->set[F_lexicon]) ADD(" --lexicon %s", o->lexicon);
     if (o->set[F_spec]) ADD(" --spec %s", o->spec);
@@ -190,6 +191,7 @@ int cmd_agents_fuzz(const cli_opts *o) {
     co.trim_execs = o->trim_execs > 0 ? (int)o->trim_execs : -1;
     co.auto_dict = (int)o->auto_dict;
     co.mix_lang = (int)o->mix_lang;
+    co.no_spare = (int)o->no_spare;
     co.fresh = o->fresh;
     co.mem_limit_mb = (int)o->mem_limit;
     co.dict_path = o->set[F_dict] ? o->dict : NULL;

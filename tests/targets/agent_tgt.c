@@ -24,6 +24,9 @@
  *   bigout     an output event of 300 KB, done
  *   noread     exit(5) at once, without reading a request
  *   early      done after reading the first 100 bytes of the request, then sleep
+ *
+ * AGENT_TGT_START_MS in the environment: wait that long before reading anything (a target
+ * that is slow to start, as an interpreter loading a framework).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -57,6 +60,8 @@ static void hang(void) {
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "echo";
     long only = argc > 2 ? atol(argv[2]) : 0;
+    const char *start_ms = getenv("AGENT_TGT_START_MS");
+    if (start_ms) usleep((useconds_t)atol(start_ms) * 1000);
     if (!strcmp(mode, "early")) { /* answer after the first bytes of a request, read no more */
         char buf[100];
         for (;;) {

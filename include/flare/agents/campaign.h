@@ -146,6 +146,8 @@ typedef struct fl_campaign_opts {
                                 0: FL_CAMPAIGN_LEN_MULT x the longest seed within
                                 [FL_CAMPAIGN_LEN_FLOOR, FL_CAMPAIGN_LEN_CAP] (resumed: recorded) */
     int fresh;               /* one target process per case */
+    int no_spare;            /* 1: no process started ahead for restarts (fl_target_opts.spare,
+                                --no-spare); 0 (the default): one, after the first restart */
     int trim_execs;          /* runs to trim a kept child while its coverage stays the same;
                                 0: FL_CAMPAIGN_TRIM_EXECS, -1: no trimming */
     int auto_dict;           /* tokens of the automatic dictionary from the traces (mutate.h:

@@ -49,6 +49,11 @@ typedef struct fl_target_opts {
     int timeout_ms;        /* per case, from sending the request (default 10000) */
     int startup_ms;        /* extra allowance for the first case of a new process, for
                               targets with slow imports (default 0) */
+    int spare;             /* 1: persistent mode keeps a second process started ahead once a
+                              first restart was needed, and a restart (after a timeout, a
+                              crash, an exit) takes it: its start-up overlaps with the cases
+                              before. Two processes of the target then live at once (default
+                              0; the campaign sets it unless --no-spare) */
     int kill_grace_ms;     /* SIGTERM -> SIGKILL delay; also how long a fresh target may take
                               to exit after "done" (default 200) */
     int mem_limit_mb;      /* RLIMIT_AS of the target, 0: none (default 0) */

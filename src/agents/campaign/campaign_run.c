@@ -253,6 +253,7 @@ static fl_status start_worker(camp *cp, worker *w, int idx, fl_err *e) {
     fl_target_opts_default(&to);
     w->timeout_ms = cp->timeout_ms;
     to.fresh = o->fresh;
+    to.spare = !o->no_spare;
     to.timeout_ms = cp->timeout_ms;
     to.mem_limit_mb = o->mem_limit_mb;
     to.instance = idx;

@@ -17,6 +17,12 @@
  * poll, a read and the JSON of the lines. Fresh mode pays a fork+exec per case but gives
  * the child the case id and trace context in its environment.
  *
+ * A spare (fl_target_opts.spare): once a persistent target has had to be restarted, the next
+ * process is started ahead, while cases run, and a restart swaps it in: the kill and restart
+ * after a timeout then cost the kill alone, and a target that is slow to start (an
+ * interpreter loading a framework) is ready when it is needed. The spare's exec is checked
+ * when it is taken, not when it is started, so starting it never waits.
+ *
  * Killing is by process group (the child calls setpgid(0, 0)), so whatever the target spawned
  * dies with it. The leader is reaped after its group is SIGKILLed: while it is an unreaped
  * zombie its pid, and so the group id, cannot be reused by an unrelated process.
@@ -42,9 +48,17 @@ extern char **environ;
 
 enum { RBUF = 65536 };
 
+/* A started child: its pid and our ends of its pipes. rep: the exec report (close-on-exec;
+ * EOF when exec succeeded, an errno when it failed), still open while nobody has read it. */
+typedef struct proc {
+    pid_t pid; /* 0: none */
+    int in, out, err, rep;
+} proc;
+
 struct fl_target {
     fl_target_opts o;
     char **argv;       /* copy, NULL-terminated */
+    proc spare;        /* started ahead (fl_target_opts.spare), or pid 0 */
     pid_t pid;         /* 0: no process */
     int fd_in, fd_out, fd_err; /* -1 when closed */
     int fresh_start;   /* the process has not finished a case yet (startup_ms applies) */
@@ -191,10 +205,29 @@ fail:;
     _exit(127);
 }
 
-static fl_status spawn(fl_target *t, const fl_case *c, fl_err *e) {
+/* Read p's exec report: FL_OK when exec succeeded; else the child is reaped, p emptied. */
+static fl_status exec_ok(fl_target *t, proc *p, fl_err *e) {
+    int code = 0;
+    ssize_t n;
+    while ((n = read(p->rep, &code, sizeof code)) < 0 && errno == EINTR) {}
+    close_fd(&p->rep);
+    if (n <= 0) return FL_OK;
+    /* exec failed: the child wrote errno and exits with 127 */
+    while (waitpid(p->pid, NULL, 0) < 0 && errno == EINTR) {}
+    close_fd(&p->in);
+    close_fd(&p->out);
+    close_fd(&p->err);
+    p->pid = 0;
+    return fl_fail(e, FL_ERR_IO, "cannot run target '%s': %s", t->argv[0], strerror(code));
+}
+
+/* Fork and exec a child into p; wait for its exec report only when wait_exec (else p->rep
+ * stays open for exec_ok). */
+static fl_status start_proc(fl_target *t, const fl_case *c, proc *p, int wait_exec, fl_err *e) {
     int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, rep[2] = {-1, -1};
     char tpvar[80], idvar[40], **env = NULL;
     fl_status st = FL_OK;
+    *p = (proc){0, -1, -1, -1, -1};
     if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(rep, O_CLOEXEC) < 0 ||
         ((t->o.log_dir || t->o.keep_stderr) && pipe2(err, O_CLOEXEC) < 0)) {
         st = fl_fail(e, FL_ERR_IO, "target %s: pipe: %s", t->argv[0], strerror(errno));
@@ -212,27 +245,12 @@ static fl_status spawn(fl_target *t, const fl_case *c, fl_err *e) {
     if (pid == 0) child(t, in[0], out[1], err[1], rep[1], env);
     setpgid(pid, pid); /* also here: no window in which a kill(-pid) could miss the child */
     close_fd(&rep[1]);
-    int code = 0;
-    ssize_t n;
-    while ((n = read(rep[0], &code, sizeof code)) < 0 && errno == EINTR) {}
-    if (n > 0) { /* exec failed: the child wrote errno and exits with 127 */
-        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}
-        st = fl_fail(e, FL_ERR_IO, "cannot run target '%s': %s", t->argv[0], strerror(code));
-        goto done;
-    }
-    t->pid = pid;
-    t->fd_in = in[1], in[1] = -1;
-    t->fd_out = out[0], out[0] = -1;
-    t->fd_err = err[0], err[0] = -1;
-    fcntl(t->fd_in, F_SETFL, O_NONBLOCK);
-    fcntl(t->fd_out, F_SETFL, O_NONBLOCK);
-    if (t->fd_err >= 0) fcntl(t->fd_err, F_SETFL, O_NONBLOCK);
-    t->fresh_start = 1;
-    t->starts++;
-    t->line_len = 0;
-    t->line_skip = 0;
-    if (!t->o.fresh) /* fresh mode would fill the capped log with one line per case */
-        log_note(t, "[flare: started %s, pid %d]\n", t->argv[0], (int)pid);
+    *p = (proc){pid, in[1], out[0], err[0], rep[0]};
+    in[1] = out[0] = err[0] = rep[0] = -1;
+    fcntl(p->in, F_SETFL, O_NONBLOCK);
+    fcntl(p->out, F_SETFL, O_NONBLOCK);
+    if (p->err >= 0) fcntl(p->err, F_SETFL, O_NONBLOCK);
+    if (wait_exec && (st = exec_ok(t, p, e)) != FL_OK) goto done;
 done:
     free(env);
     for (int i = 0; i < 2; i++) {
@@ -242,6 +260,46 @@ done:
         close_fd(&rep[i]);
     }
     return st;
+}
+
+/* Kill a spare that was never used (flare is done, or the spare failed). */
+static void drop_spare(fl_target *t) {
+    proc *p = &t->spare;
+    if (!p->pid) return;
+    kill(-p->pid, SIGKILL);
+    while (waitpid(p->pid, NULL, 0) < 0 && errno == EINTR) {}
+    close_fd(&p->in);
+    close_fd(&p->out);
+    close_fd(&p->err);
+    close_fd(&p->rep);
+    p->pid = 0;
+}
+
+/* Make a process the target's: the spare when there is one (and its exec worked), else a new
+ * one. After the first restart, the next spare is started at once. */
+static fl_status spawn(fl_target *t, const fl_case *c, fl_err *e) {
+    proc p = {0, -1, -1, -1, -1};
+    fl_status st = FL_ERR_IO;
+    if (t->spare.pid) {
+        fl_err e2 = {0};
+        p = t->spare;
+        t->spare.pid = 0;
+        if ((st = exec_ok(t, &p, &e2)) != FL_OK) p.pid = 0; /* retried below, with its error */
+    }
+    if (!p.pid && (st = start_proc(t, c, &p, 1, e)) != FL_OK) return st;
+    t->pid = p.pid;
+    t->fd_in = p.in, t->fd_out = p.out, t->fd_err = p.err;
+    t->fresh_start = 1;
+    t->starts++;
+    t->line_len = 0;
+    t->line_skip = 0;
+    if (!t->o.fresh) /* fresh mode would fill the capped log with one line per case */
+        log_note(t, "[flare: started %s, pid %d]\n", t->argv[0], (int)p.pid);
+    if (t->o.spare && !t->o.fresh && t->starts > 1) {
+        fl_err e2 = {0}; /* no spare: the next restart starts a process as without one */
+        if (start_proc(t, NULL, &t->spare, 0, &e2) != FL_OK) t->spare.pid = 0;
+    }
+    return FL_OK;
 }
 
 /* Wait up to ms for the leader to exit, without reaping it. 1 when it has exited. */
@@ -346,6 +404,7 @@ fl_status fl_target_new(char *const *argv, const fl_target_opts *o, fl_target **
     if (!t) return fl_fail(e, FL_ERR_NOMEM, "target: out of memory");
     t->o = *o;
     t->fd_in = t->fd_out = t->fd_err = t->log_fd = -1;
+    t->spare = (proc){0, -1, -1, -1, -1};
     fl_rng_seed(&t->rng, o->seed);
     int n = 0;
     while (argv[n]) n++;
@@ -387,6 +446,7 @@ void fl_target_free(fl_target *t) {
     int sent;
     t->cur = NULL; /* the last case's trace may be gone already */
     stop(t, 1, t->o.kill_grace_ms, &sent);
+    drop_spare(t);
     fl_http_free(t->http);
     if (t->argv)
         for (int i = 0; t->argv[i]; i++) free(t->argv[i]);

@@ -1,7 +1,7 @@
 /* The campaign's timeout and --max-len (docs/agents-campaign.md, "Timeouts"): calibration from the seeds'
  * dry run without -T, the dry run's checks (every seed failing is refused, a failing seed is
- * warned about), the time lost to timeouts in fuzzer_stats, and resume keeping the recorded
- * timeout. Against tests/targets/campaign_tgt.c and /bin/sleep (a target that never answers). */
+ * warned about), a slow start that is no case's cost, the time lost to timeouts in
+ * fuzzer_stats, and resume keeping the recorded timeout. Against tests/targets/campaign_tgt.c and /bin/sleep (a target that never answers). */
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -98,6 +98,34 @@ static void test_calibrated_and_resumed(void **state) {
     assert_int_equal(fl_campaign_recorded_timeout("no/such/x.json"), 0);
 }
 
+/* A target that takes 500 ms to start (a shell waits, then becomes the target): the timeout is
+ * calibrated from what a case costs, the seed that paid the start-up left out (timed again),
+ * and a new process's first case gets the start-up allowance instead, so no case hangs. */
+static void test_slow_start(void **state) {
+    (void)state;
+    char out[160], sh[300];
+    snprintf(out, sizeof out, "%s/out_slow", tmp);
+    snprintf(sh, sizeof sh, "sleep 0.5; exec '%s'", tgt);
+    char *argv[] = {"/bin/sh", "-c", sh, NULL};
+    char in[160], p[200];
+    snprintf(in, sizeof in, "%s/slow_seeds", tmp);
+    mkdir(in, 0755);
+    snprintf(p, sizeof p, "%s/a.txt", in), write_file(p, "what is math");
+    snprintf(p, sizeof p, "%s/b.txt", in), write_file(p, "please search");
+    fl_campaign_opts o;
+    opts(&o, in, out, argv);
+    o.max_execs = 20;
+    fl_campaign_result r;
+    fl_err e = {0};
+    if (fl_campaign_run(&o, &r, &e)) fail_msg("%s", e.msg);
+    assert_true(r.stats.timeout_ms < 5 * 500); /* the start-up in it would make it 2600 */
+    assert_true(r.stats.startup_ms >= 5 * 500);
+    assert_int_equal(r.stats.hangs, 0);
+    char *v = stat_val(out, "startup_ms");
+    assert_int_equal(atoi(v), r.stats.startup_ms);
+    free(v);
+}
+
 /* Every seed crashes: refused, naming the seeds folder. */
 static void test_every_seed_crashes(void **state) {
     (void)state;
@@ -182,6 +210,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_calibrate_rule),
         cmocka_unit_test(test_calibrated_and_resumed),
+        cmocka_unit_test(test_slow_start),
         cmocka_unit_test(test_every_seed_crashes),
         cmocka_unit_test(test_every_seed_hangs),
         cmocka_unit_test(test_hang_prone_energy),

@@ -72,6 +72,9 @@ typedef struct fl_campaign_stats {
     double restart_seconds;  /* of hang_seconds (and case_seconds): killing the target after
                                 a timeout and starting it again (fl_target_restart_ms) */
     int timeout_ms;          /* the per-case timeout in force (given, calibrated or resumed) */
+    int startup_ms;          /* added for a new process's first case: FL_CAMPAIGN_TIMEOUT_MULT
+                                x the dry run's slowest first case (start-up included); 0 when
+                                none was measured (fresh mode, an HTTP target) */
     uint64_t hangs_known;    /* timeouts under the tight timeout with a known hang signature */
     uint64_t hang_confirms;  /* ... with a new one, run again with the whole timeout */
     uint64_t hangs_stalled;  /* of hangs_known: ended by the stall check, silent at a known

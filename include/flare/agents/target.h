@@ -89,6 +89,12 @@ void fl_target_free(fl_target *t);
 
 /* Change the per-case timeout for the cases that follow (ms >= 1; the campaign sets the
  * value it calibrated from the seeds' dry run). */
+/* The allowance added to the timeout for a new process's first case (its start-up). */
+void fl_target_set_startup(fl_target *t, int startup_ms);
+/* 1 when the last case was a persistent process's first (its time includes the process's
+ * start-up, so it says little of what a case costs); 0 otherwise, fresh mode included (there
+ * every case pays the start-up: it is the case's cost). */
+int fl_target_first_case(const fl_target *t);
 void fl_target_set_timeout(fl_target *t, int timeout_ms);
 int fl_target_pid(const fl_target *t);     /* the running process, 0 when none */
 long fl_target_starts(const fl_target *t); /* processes started so far */

@@ -260,7 +260,10 @@ typedef struct camp {
     fl_otlp_src *otlp;       /* spans for cases (--otlp-listen / --otlp-file), NULL: none */
     int timeout_ms;          /* in force: -T, the cap during a calibrating dry run, then the
                                 calibrated or resumed value (campaign_seeds.c) */
-    double dry_slowest_ms;   /* slowest seed of the dry run that ended with done */
+    double dry_slowest_ms;   /* slowest seed of the dry run that ended with done, a process's
+                                first case left out (its start-up is no case's cost) */
+    double dry_first_ms;     /* slowest first case of a process in the dry run (start-up
+                                included): sets the start-up allowance */
     uint64_t ok_hist[CAMP_OK_BUCKETS]; /* cases that ended with done, by time: bucket k holds
                                           times below 2^k x 10 us (camp_ok_ms) */
     uint64_t n_ok;

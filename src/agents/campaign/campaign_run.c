@@ -287,7 +287,8 @@ fl_status fl_campaign_run(const fl_campaign_opts *o, fl_campaign_result *r, fl_e
     if (!st) st = camp_load_corpus(cp, ws[0].t, ws[0].tr, &ws[0].trace_rng, e);
     int loaded = !st; /* else nothing is written: the folder stays free for a corrected rerun */
     for (int i = 0; !st && i < o->jobs; i++)
-        fl_target_set_timeout(ws[i].t, cp->timeout_ms), ws[i].timeout_ms = cp->timeout_ms;
+        fl_target_set_timeout(ws[i].t, cp->timeout_ms), ws[i].timeout_ms = cp->timeout_ms,
+        fl_target_set_startup(ws[i].t, cp->st.startup_ms);
     if (!st) {
         pthread_mutex_lock(&cp->mu);
         camp_periodic(cp, 1);

@@ -26,6 +26,8 @@ static fl_status run_entry(camp *cp, fl_target *t, fl_trace *tr, fl_rng *trace_r
     }
     camp_origin org = {.name = name, .src = src, .write = write};
     pthread_mutex_lock(&cp->mu);
+    if (tr->exit == FL_EXIT_DONE && fl_target_first_case(t) && tr->ms > cp->dry_first_ms)
+        cp->dry_first_ms = tr->ms;
     camp_restart_add(cp, fl_target_restart_ms(t));
     if (tr->exit == FL_EXIT_DONE) camp_stall_note(cp, fl_target_silence_ms(t));
     camp_process(cp, c, tr, &org);
@@ -156,8 +158,8 @@ size_t camp_max_len_default(size_t longest) {
 
 /* The dry run's checks on one seed (AFL's "test case results in a crash/timeout"): a seed that
  * already fails is named in a warning. Returns 1 when it crashed or timed out. */
-static int dry_check(camp *cp, const char *path, const fl_trace *tr, int new_findings) {
-    if (tr->exit == FL_EXIT_DONE && tr->ms > cp->dry_slowest_ms) cp->dry_slowest_ms = tr->ms;
+static int dry_check(camp *cp, const char *path, const fl_trace *tr, int first, int new_findings) {
+    if (tr->exit == FL_EXIT_DONE && !first && tr->ms > cp->dry_slowest_ms) cp->dry_slowest_ms = tr->ms;
     if (tr->exit == FL_EXIT_HANG)
         fl_log(1, "warning: seed %s timed out (%d ms) in the dry run; its mutants will too\n",
                path, cp->timeout_ms);
@@ -187,11 +189,43 @@ static void set_timeout(camp *cp, fl_target *t, int ms, const char *source) {
 }
 
 static void calibrate(camp *cp, fl_target *t) {
-    int ms = camp_timeout_calibrate(cp->dry_slowest_ms);
+    /* one seed only, and it was the process's first case: its time is all there is */
+    double slowest = cp->dry_slowest_ms > 0 ? cp->dry_slowest_ms : cp->dry_first_ms;
+    int ms = camp_timeout_calibrate(slowest);
     set_timeout(cp, t, ms, "calibrated");
     fl_log(1, "timeout: %d ms (%d x the slowest seed, %.0f ms, within %d..%d; -T sets it)\n", ms,
-           FL_CAMPAIGN_TIMEOUT_MULT, cp->dry_slowest_ms, FL_CAMPAIGN_TIMEOUT_FLOOR,
-           FL_CAMPAIGN_TIMEOUT_CAP);
+           FL_CAMPAIGN_TIMEOUT_MULT, slowest, FL_CAMPAIGN_TIMEOUT_FLOOR, FL_CAMPAIGN_TIMEOUT_CAP);
+}
+
+/* A new process's first case may take FL_CAMPAIGN_TIMEOUT_MULT x the dry run's slowest first
+ * case more than the timeout (an interpreter loading an agent framework takes seconds; the
+ * timeout is for what a case costs). With or without -T. */
+static void startup_allowance(camp *cp, fl_target *t) {
+    int ms = cp->dry_first_ms > 0 ? camp_timeout_calibrate(cp->dry_first_ms) : 0;
+    cp->st.startup_ms = ms;
+    fl_target_set_startup(t, ms);
+    if (cp->dry_first_ms > 2 * cp->dry_slowest_ms && cp->dry_first_ms >= 50)
+        fl_log(1, "start-up: a new process's first case took %.0f ms; it gets %d ms more than "
+                  "the timeout\n", cp->dry_first_ms, ms);
+}
+
+/* The dry run's first case on a new process, run again for its time alone (AFL runs every
+ * seed several times to calibrate): twice at most, as a seed that crashed after it left a new
+ * process again. Counted as executions, judged by nobody. */
+static void time_again(camp *cp, fl_target *t, fl_trace *tr, fl_rng *trace_rng, fl_case *c) {
+    for (int k = 0; k < 2; k++) {
+        fl_err e = {0};
+        if (fl_otlp_src_run(cp->otlp, t, c, trace_rng, tr, &e) != FL_OK) return;
+        pthread_mutex_lock(&cp->mu);
+        cp->st.execs++;
+        cp->st.case_seconds += tr->ms / 1000;
+        camp_restart_add(cp, fl_target_restart_ms(t));
+        if (tr->exit == FL_EXIT_HANG) cp->st.hang_seconds += tr->ms / 1000;
+        int first = fl_target_first_case(t), done = tr->exit == FL_EXIT_DONE;
+        if (done && !first && tr->ms > cp->dry_slowest_ms) cp->dry_slowest_ms = tr->ms;
+        pthread_mutex_unlock(&cp->mu);
+        if (!done || !first) return;
+    }
 }
 
 static fl_status load_seeds(camp *cp, fl_target *t, fl_trace *tr, fl_rng *trace_rng, fl_err *e) {
@@ -202,15 +236,22 @@ static fl_status load_seeds(camp *cp, fl_target *t, fl_trace *tr, fl_rng *trace_
     fl_status st = read_seeds(cp->o->in_dir, 0, &l, &cs, e);
     size_t skip = strlen(cp->o->in_dir) + 1;
     int n_bad = 0; /* seeds that crashed or timed out */
+    fl_case *again = NULL; /* a seed that was a process's first case, to be timed again */
     for (int i = 0; !st && i < l.n; i++) {
         char orig[160], name[256];
         od_file_name(l.v[i] + skip, orig, sizeof orig);
         snprintf(name, sizeof name, "id:%06d,orig:%s", cp->q.n, orig);
         int found0 = cp->st.findings;
+        fl_case *copy = again ? NULL : fl_case_copy(cs[i]);
         st = run_entry(cp, t, tr, trace_rng, cs[i], name, -1, 1, e);
         cs[i] = NULL; /* run_entry owns it */
-        if (!st) n_bad += dry_check(cp, l.v[i], tr, cp->st.findings - found0);
+        int first = !st && fl_target_first_case(t);
+        if (!st) n_bad += dry_check(cp, l.v[i], tr, first, cp->st.findings - found0);
+        if (first && tr->exit == FL_EXIT_DONE && !again) again = copy, copy = NULL;
+        fl_case_free(copy);
     }
+    if (!st && again && cp->o->timeout_ms <= 0) time_again(cp, t, tr, trace_rng, again);
+    fl_case_free(again);
     if (!st && n_bad == l.n)
         st = fl_fail(e, FL_ERR_ARG,
                      "-i %s: every seed (%d) crashed or timed out at %d ms in the dry run; "
@@ -218,6 +259,7 @@ static fl_status load_seeds(camp *cp, fl_target *t, fl_trace *tr, fl_rng *trace_
                      cp->o->in_dir, l.n, cp->timeout_ms, cp->o->out_dir);
     free_seeds(&l, cs);
     if (!st && cp->o->timeout_ms <= 0) calibrate(cp, t);
+    if (!st) startup_allowance(cp, t);
     return st;
 }
 
@@ -275,6 +317,7 @@ static fl_status resume(camp *cp, fl_target *t, fl_trace *tr, fl_rng *trace_rng,
         cp->st.hang_seconds = kv_num(&kv, "hang_time");
         cp->st.restart_seconds = kv_num(&kv, "restart_time");
         int rec = (int)kv_num(&kv, "timeout_ms"); /* the recorded timeout, unless -T */
+        fl_target_set_startup(t, (int)kv_num(&kv, "startup_ms")); /* measured again below */
         if (cp->o->timeout_ms <= 0 && rec > 0) {
             set_timeout(cp, t, rec, "resumed");
             fl_log(1, "timeout: %d ms (recorded in %s; -T sets it)\n", rec, p);
@@ -294,6 +337,7 @@ static fl_status resume(camp *cp, fl_target *t, fl_trace *tr, fl_rng *trace_rng,
         st = run_entry(cp, t, tr, trace_rng, c, base, src ? atoi(src + 5) : -1, 0, e);
     }
     camp_paths_free(&l);
+    if (!st) startup_allowance(cp, t);
     return st;
 }
 

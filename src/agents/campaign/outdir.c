@@ -171,6 +171,7 @@ fl_status od_write_stats(const char *out_dir, const fl_campaign_stats *s, const 
     kv_str(&b, "target_mode", m->fresh ? "fresh" : "persistent");
     KV("timeout_ms", "%d", m->timeout_ms);
     kv_str(&b, "timeout_source", s->timeout_source);
+    KV("startup_ms", "%d", s->startup_ms);
     KV("max_len", "%zu", m->max_len);
     kv_str(&b, "spec", m->spec ? m->spec : "");
     kv_str(&b, "dict", m->dict ? m->dict : "");

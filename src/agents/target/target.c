@@ -53,6 +53,7 @@ enum { RBUF = 65536 };
 typedef struct proc {
     pid_t pid; /* 0: none */
     int in, out, err, rep;
+    double born; /* fl_now() at fork */
 } proc;
 
 struct fl_target {
@@ -79,6 +80,8 @@ struct fl_target {
     double silence_ms; /* the last case's longest silence */
     double restart_ms; /* the last case's kill and restart after its timeout */
     int stalled;       /* the last case was ended by stall_fn */
+    int first_case;    /* the last case was a persistent process's first */
+    double born;       /* when the running process was forked */
 };
 
 void fl_target_opts_default(fl_target_opts *o) {
@@ -95,6 +98,12 @@ void fl_target_set_timeout(fl_target *t, int timeout_ms) {
     t->o.timeout_ms = timeout_ms;
     fl_http_set_timeout(t->http, timeout_ms);
 }
+
+void fl_target_set_startup(fl_target *t, int startup_ms) {
+    if (t && startup_ms >= 0) t->o.startup_ms = startup_ms;
+}
+
+int fl_target_first_case(const fl_target *t) { return t->first_case; }
 
 void fl_target_set_stall(fl_target *t, int idle_ms, fl_target_stall_fn stalled, void *ctx) {
     if (!t) return;
@@ -227,7 +236,7 @@ static fl_status start_proc(fl_target *t, const fl_case *c, proc *p, int wait_ex
     int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, rep[2] = {-1, -1};
     char tpvar[80], idvar[40], **env = NULL;
     fl_status st = FL_OK;
-    *p = (proc){0, -1, -1, -1, -1};
+    *p = (proc){0, -1, -1, -1, -1, 0};
     if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(rep, O_CLOEXEC) < 0 ||
         ((t->o.log_dir || t->o.keep_stderr) && pipe2(err, O_CLOEXEC) < 0)) {
         st = fl_fail(e, FL_ERR_IO, "target %s: pipe: %s", t->argv[0], strerror(errno));
@@ -245,7 +254,7 @@ static fl_status start_proc(fl_target *t, const fl_case *c, proc *p, int wait_ex
     if (pid == 0) child(t, in[0], out[1], err[1], rep[1], env);
     setpgid(pid, pid); /* also here: no window in which a kill(-pid) could miss the child */
     close_fd(&rep[1]);
-    *p = (proc){pid, in[1], out[0], err[0], rep[0]};
+    *p = (proc){pid, in[1], out[0], err[0], rep[0], fl_now()};
     in[1] = out[0] = err[0] = rep[0] = -1;
     fcntl(p->in, F_SETFL, O_NONBLOCK);
     fcntl(p->out, F_SETFL, O_NONBLOCK);
@@ -278,7 +287,7 @@ static void drop_spare(fl_target *t) {
 /* Make a process the target's: the spare when there is one (and its exec worked), else a new
  * one. After the first restart, the next spare is started at once. */
 static fl_status spawn(fl_target *t, const fl_case *c, fl_err *e) {
-    proc p = {0, -1, -1, -1, -1};
+    proc p = {0, -1, -1, -1, -1, 0};
     fl_status st = FL_ERR_IO;
     if (t->spare.pid) {
         fl_err e2 = {0};
@@ -289,6 +298,7 @@ static fl_status spawn(fl_target *t, const fl_case *c, fl_err *e) {
     if (!p.pid && (st = start_proc(t, c, &p, 1, e)) != FL_OK) return st;
     t->pid = p.pid;
     t->fd_in = p.in, t->fd_out = p.out, t->fd_err = p.err;
+    t->born = p.born;
     t->fresh_start = 1;
     t->starts++;
     t->line_len = 0;
@@ -404,7 +414,7 @@ fl_status fl_target_new(char *const *argv, const fl_target_opts *o, fl_target **
     if (!t) return fl_fail(e, FL_ERR_NOMEM, "target: out of memory");
     t->o = *o;
     t->fd_in = t->fd_out = t->fd_err = t->log_fd = -1;
-    t->spare = (proc){0, -1, -1, -1, -1};
+    t->spare = (proc){0, -1, -1, -1, -1, 0};
     fl_rng_seed(&t->rng, o->seed);
     int n = 0;
     while (argv[n]) n++;
@@ -519,7 +529,7 @@ static char *request(fl_target *t, const fl_case *c, fl_case *tmp, size_t *len) 
 
 fl_status fl_target_run(fl_target *t, const fl_case *c, fl_trace *tr, fl_err *e) {
     fl_trace_clear(tr);
-    t->silence_ms = 0, t->stalled = 0, t->restart_ms = 0;
+    t->silence_ms = 0, t->stalled = 0, t->restart_ms = 0, t->first_case = 0;
     t->cur = tr;
     fl_case tmp;
     size_t req_len = 0, req_off = 0;
@@ -548,11 +558,15 @@ fl_status fl_target_run(fl_target *t, const fl_case *c, fl_trace *tr, fl_err *e)
     } else {
         drain_stale(t, tr);
     }
+    t->first_case = t->fresh_start && !t->o.fresh;
     /* the log marks where each case starts, so a traceback can be matched to its finding */
     log_note(t, "[flare: case %s]\n", sent_case->id[0] ? sent_case->id : "(no id)");
 
     double t0 = fl_now();
-    double limit_ms = t->o.timeout_ms + (t->fresh_start ? t->o.startup_ms : 0);
+    /* the start-up allowance is for a process still starting: a spare started long ago has
+     * used it up, and a hang on its first case costs the timeout alone */
+    double startup_left = t->fresh_start ? t->o.startup_ms - 1000 * (t0 - t->born) : 0;
+    double limit_ms = t->o.timeout_ms + (startup_left > 0 ? startup_left : 0);
     int done = 0, eof = 0, write_failed = 0, over = 0;
     /* Silence (fl_target_set_stall): quiet0 is when the current one began, in ms from t0; -1
      * while it is not counted (the request not all written yet, or a new process that has not

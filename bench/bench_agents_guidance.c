@@ -25,7 +25,8 @@
  *   bench_agents_guidance hangs NAME TARGET SPEC SEEDS WORKDIR [n_seeds=5] [budget=3000]
  *       [timeout_ms=0: calibrated]
  * and prints agents_hangs_NAME: per seed the hang share (hang_time / case_time), the median,
- * and on how many seeds a hang was found.
+ * and on how many seeds a hang was found. A last argument 0 runs the campaigns without their
+ * spare target process (--no-spare), to show what it saves.
  */
 #include <dirent.h>
 #include <stdio.h>
@@ -46,6 +47,7 @@ static const char *planted_key[FL_FIND_COUNT_]; /* the defects mode: each one's 
 /* Executions to the goal for one schedule and seed (0 when not reached); the parts. */
 static fl_campaign_stats last; /* the last run's counters (the hangs mode) */
 static int stop_at_goal = 1;
+static int no_spare;     /* the hangs mode's last argument: 0 keeps the campaign's spare */
 
 static uint64_t run_one(char *const *argv, const char *spec, const char *seeds, const char *dir,
                         fl_schedule sch, uint64_t seed, uint64_t budget, int timeout_ms,
@@ -67,6 +69,7 @@ static uint64_t run_one(char *const *argv, const char *spec, const char *seeds, 
     o.timeout_ms = timeout_ms;
     o.write_report = 0;
     o.stats_every = 10;
+    o.no_spare = no_spare;
     for (int i = 0; i < N_PLANTED; i++) o.goal_kinds |= 1u << planted[i];
     o.goal_edges = edges;
     o.stop_at_goal = stop_at_goal;
@@ -170,20 +173,21 @@ static int defects(int argc, char **argv) {
 static int hangs(int argc, char **argv) {
     if (argc < 7) {
         fprintf(stderr, "usage: %s hangs NAME TARGET SPEC SEEDS WORKDIR [n_seeds=5] "
-                        "[budget=3000] [timeout_ms=0: calibrated]\n", argv[0]);
+                        "[budget=3000] [timeout_ms=0: calibrated] [spare=1]\n", argv[0]);
         return 2;
     }
     N_PLANTED = 1, planted[0] = FL_FIND_HANG, stop_at_goal = 0;
     int n = argc > 7 ? atoi(argv[7]) : 5;
     uint64_t budget = argc > 8 ? strtoull(argv[8], NULL, 10) : 3000;
     int timeout_ms = argc > 9 ? atoi(argv[9]) : 0;
+    no_spare = argc > 10 && !strcmp(argv[10], "0");
     if (n < 1 || n > MAX_SEEDS || budget < 1 || timeout_ms < 0) return 2;
     char *targv[] = {argv[3], NULL};
     uint64_t share[MAX_SEEDS], parts[2];
     int found = 0;
     double secs = 0;
-    printf("{\"name\": \"agents_hangs_%s\", \"seeds\": %d, \"budget\": %llu, \"runs\": [",
-           argv[2], n, (unsigned long long)budget);
+    printf("{\"name\": \"agents_hangs_%s\", \"seeds\": %d, \"budget\": %llu, \"spare\": %d, "
+           "\"runs\": [", argv[2], n, (unsigned long long)budget, !no_spare);
     for (int k = 0; k < n; k++) {
         double t;
         run_one(targv, argv[4], argv[5], argv[6], FL_SCHED_EXPLORE, (uint64_t)k + 1, budget,

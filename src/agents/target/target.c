@@ -271,7 +271,7 @@ done:
     return st;
 }
 
-/* Kill a spare that was never used (flare is done, or the spare failed). */
+/* Kill a spare that was never used (the target is freed). */
 static void drop_spare(fl_target *t) {
     proc *p = &t->spare;
     if (!p->pid) return;

@@ -108,6 +108,14 @@ void camp_restart_add(camp *cp, double ms) {
     s->case_seconds += ms / 1000, s->hang_seconds += ms / 1000, s->restart_seconds += ms / 1000;
 }
 
+void camp_count_unjudged(camp *cp, const fl_target *t, const fl_trace *tr) {
+    fl_campaign_stats *s = &cp->st;
+    s->execs++;
+    s->case_seconds += tr->ms / 1000;
+    if (tr->exit == FL_EXIT_HANG) s->hang_seconds += tr->ms / 1000;
+    camp_restart_add(cp, fl_target_restart_ms(t));
+}
+
 int camp_stopping(camp *cp) {
     const fl_campaign_opts *o = cp->o;
     if (cp->stop || (o->stop && *o->stop)) return cp->stop = 1;

@@ -330,6 +330,9 @@ int camp_stall_idle_ms(const camp *cp);
 int camp_stall_check(void *ctx, const fl_trace *t);
 /* Under cp->mu: a run's fl_target_restart_ms, time lost to its timeout beyond the case. */
 void camp_restart_add(camp *cp, double ms);
+/* Under cp->mu: a run nobody judges (a trim candidate, a calibration run) in the counters: an
+ * execution, its time in case_time (and hang_time when it timed out), its restart. */
+void camp_count_unjudged(camp *cp, const fl_target *t, const fl_trace *tr);
 /* Under cp->mu: should no new case start (a limit reached, stopped, failed)? */
 int camp_stopping(camp *cp);
 /* The campaign's trim (campaign_trim.c): called under cp->mu when x is picked untrimmed and

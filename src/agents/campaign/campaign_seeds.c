@@ -217,10 +217,7 @@ static void time_again(camp *cp, fl_target *t, fl_trace *tr, fl_rng *trace_rng, 
         fl_err e = {0};
         if (fl_otlp_src_run(cp->otlp, t, c, trace_rng, tr, &e) != FL_OK) return;
         pthread_mutex_lock(&cp->mu);
-        cp->st.execs++;
-        cp->st.case_seconds += tr->ms / 1000;
-        camp_restart_add(cp, fl_target_restart_ms(t));
-        if (tr->exit == FL_EXIT_HANG) cp->st.hang_seconds += tr->ms / 1000;
+        camp_count_unjudged(cp, t, tr);
         int first = fl_target_first_case(t), done = tr->exit == FL_EXIT_DONE;
         if (done && !first && tr->ms > cp->dry_slowest_ms) cp->dry_slowest_ms = tr->ms;
         pthread_mutex_unlock(&cp->mu);

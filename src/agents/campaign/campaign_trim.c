@@ -14,8 +14,9 @@
  * campaign. Trimming therefore takes at most FL_CAMPAIGN_TRIM_SHARE percent of the executions
  * done so far (camp_trim_budget); an entry picked while that share is spent is fuzzed as it
  * is and trimmed at a later pick. Often-picked entries (the favoured ones) are thus trimmed
- * first. Trim
- * runs are not judged by the oracles and do not touch the coverage map: they only compare.
+ * first.
+ *
+ * Trim runs are not judged by the oracles and do not touch the coverage map: they only compare.
  * Everything depends on the target's behaviour alone, so a campaign stays a function of -s.
  *
  * Threads: the trim runs on the picking worker's target without the lock; the entry's case is
@@ -52,11 +53,8 @@ static int same_cov(void *ctx, const fl_case *c) {
     if (st) {
         camp_fail(cp, &e);
     } else {
-        fl_campaign_stats *s = &cp->st;
-        s->execs++, s->execs_trim++;
-        camp_restart_add(cp, fl_target_restart_ms(m->t));
-        s->case_seconds += m->tr->ms / 1000;
-        if (m->tr->exit == FL_EXIT_HANG) s->hang_seconds += m->tr->ms / 1000;
+        cp->st.execs_trim++;
+        camp_count_unjudged(cp, m->t, m->tr);
         fl_agfeature *fv = NULL;
         int nf = fl_agcov_features(cp->cov, m->tr, &fv);
         r = nf >= 0 && q_cov_sig(fv, nf, m->tr->exit) == m->x->cov_sig;

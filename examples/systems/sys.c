@@ -37,10 +37,7 @@ static char *vfmt(const char *fmt, va_list ap) {
     return s;
 }
 
-/* SYS_STEP_MS (environment): each message waits this many ms first, as an agent waits for
- * its model. Unset: 0, the systems answer in well under a millisecond. A real LLM call takes
- * hundreds of ms; the hang measurement (docs/agents-campaign.md) is shown both ways, because
- * the time share lost to a hang is set by how a hang compares with a normal case. */
+/* A wait in ms from the environment: unset, negative or over 10 s is none. */
 static long env_ms(const char *name) {
     const char *v = getenv(name);
     long ms = v ? strtol(v, NULL, 10) : 0;
@@ -52,6 +49,10 @@ static void wait_ms(long ms) {
     if (ms > 0) nanosleep(&ts, NULL);
 }
 
+/* SYS_STEP_MS (environment): each message waits this many ms first, as an agent waits for
+ * its model. Unset: 0, the systems answer in well under a millisecond. A real LLM call takes
+ * hundreds of ms; the hang measurement (docs/agents-campaign.md) is shown both ways, because
+ * the time share lost to a hang is set by how a hang compares with a normal case. */
 static void step_wait(void) {
     static long ms = -1;
     if (ms < 0) ms = env_ms("SYS_STEP_MS");

@@ -4,7 +4,8 @@
  * bytes and path reach the parser, its status comes back, a read failure skips it), and the
  * open-addressing index of flare/index.h (colliding and zero hashes, growth, copy, clear), and
  * the FNV-1a 64 hash against the published test vectors (the FNV authors' page and
- * draft-eastlake-fnv), and chaining. */
+ * draft-eastlake-fnv), and chaining; fl_file_map (a regular file mapped, an empty file read
+ * instead, a missing file named). */
 #include <unistd.h>
 
 #include "testutil.h"
@@ -122,6 +123,33 @@ static void test_file_parse(void **state) {
     assert_non_null(strstr(e.msg, path));
 }
 
+static void test_file_map(void **state) {
+    (void)state;
+    char path[] = "/tmp/flare_test_core_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "hello map", 9), 9);
+    close(fd);
+    fl_err e = {0};
+    fl_mapped f;
+    assert_int_equal(fl_file_map(path, &f, &e), FL_OK);
+    assert_int_equal(f.mapped, 1);
+    assert_int_equal(f.len, 9);
+    assert_memory_equal(f.data, "hello map", 9);
+    fl_file_unmap(&f);
+    assert_null(f.data);
+    /* an empty file cannot be mapped: it is read (0 bytes) */
+    assert_int_equal(fl_file_write_atomic(path, "", 0, &e), FL_OK);
+    assert_int_equal(fl_file_map(path, &f, &e), FL_OK);
+    assert_int_equal(f.mapped, 0);
+    assert_int_equal(f.len, 0);
+    fl_file_unmap(&f);
+    unlink(path);
+    assert_int_equal(fl_file_map(path, &f, &e), FL_ERR_IO);
+    assert_non_null(strstr(e.msg, path));
+    assert_null(f.data);
+}
+
 static const int64_t *g_keys;
 static int same_key(const void *ctx, int64_t i) { return g_keys[i] == *(const int64_t *)ctx; }
 /* A poor hash on purpose: 8 values, one of them 0, so that probes collide and wrap. */
@@ -188,6 +216,7 @@ int main(void) {
         cmocka_unit_test(test_sb),
         cmocka_unit_test(test_lines),
         cmocka_unit_test(test_file_parse),
+        cmocka_unit_test(test_file_map),
         cmocka_unit_test(test_index),
         cmocka_unit_test(test_fnv1a_vectors),
     };

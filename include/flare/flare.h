@@ -89,6 +89,16 @@ uint64_t fl_fnv1a(uint64_t h, const void *data, size_t n);
 /* ---- files --------------------------------------------------------------------------------- */
 /* Read a whole file (gzip-compressed files are inflated when the path ends in ".gz"). */
 fl_status fl_file_read(const char *path, uint8_t **buf, size_t *len, fl_err *e);
+/* Map a whole file read-only (mmap, pages read ahead), or read it where it cannot be mapped
+ * (".gz", a pipe): the bytes of a large model without a copy into the heap. Release with
+ * fl_file_unmap. */
+typedef struct fl_mapped {
+    const uint8_t *data;
+    size_t len;
+    int mapped; /* 1: mmap'd; 0: data is a heap copy */
+} fl_mapped;
+fl_status fl_file_map(const char *path, fl_mapped *f, fl_err *e);
+void fl_file_unmap(fl_mapped *f);
 /* Read path whole (as fl_file_read), hand the bytes to parse(buf, len, path, out, e), free
  * them: every load-from-a-file over its parse-from-memory. Returns the read's or the parse's
  * status. */

@@ -146,6 +146,11 @@ void fl_model_free(fl_model *m);
  * data); dims <= 0 are free, e.g. {0,1,28,28} for any batch of 28x28 grey images. */
 int fl_model_add_value(fl_model *m, const char *name, fl_value_kind kind, const fl_tensor *t,
                        fl_err *e);
+/* The same for a parameter or constant whose buffer (fl_alloc'd) the model takes over instead
+ * of copying: t->data is NULL afterwards, also on failure (the buffer is freed then). A
+ * loader's way to hold each weight once. */
+int fl_model_add_value_take(fl_model *m, const char *name, fl_value_kind kind, fl_tensor *t,
+                            fl_err *e);
 int fl_model_find(const fl_model *m, const char *name); /* -1 when absent */
 /* Add a node; attrs are deep-copied; op->init is called. Outputs are values that must already
  * exist (add them as FL_VAL_ACT first) — see fl_model_add_op for the common case. */

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -85,6 +86,35 @@ fl_status fl_file_read(const char *path, uint8_t **buf, size_t *len, fl_err *e) 
     *buf = p;
     *len = n;
     return FL_OK;
+}
+
+fl_status fl_file_map(const char *path, fl_mapped *f, fl_err *e) {
+    memset(f, 0, sizeof *f);
+    int fd = ends_with(path, ".gz") ? -1 : open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+        /* MAP_POPULATE: the pages are mapped in one go rather than one fault each */
+        void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+        close(fd);
+        if (p != MAP_FAILED) {
+            f->data = p;
+            f->len = (size_t)st.st_size;
+            f->mapped = 1;
+            return FL_OK;
+        }
+    } else if (fd >= 0) {
+        close(fd);
+    }
+    uint8_t *buf; /* not mappable: read it (and its errors are the read's) */
+    fl_status s = fl_file_read(path, &buf, &f->len, e);
+    f->data = buf;
+    return s;
+}
+
+void fl_file_unmap(fl_mapped *f) {
+    if (f->mapped) munmap((void *)f->data, f->len);
+    else free((void *)f->data);
+    memset(f, 0, sizeof *f);
 }
 
 fl_status fl_file_parse(const char *path, fl_parse_fn parse, void *out, fl_err *e) {

@@ -101,8 +101,24 @@ int fl_model_find(const fl_model *m, const char *name) {
     return -1;
 }
 
+static int add_value(fl_model *m, const char *name, fl_value_kind kind, fl_tensor *t, int take,
+                     fl_err *e);
+
 int fl_model_add_value(fl_model *m, const char *name, fl_value_kind kind, const fl_tensor *t,
                        fl_err *e) {
+    return add_value(m, name, kind, (fl_tensor *)t, 0, e);
+}
+
+int fl_model_add_value_take(fl_model *m, const char *name, fl_value_kind kind, fl_tensor *t,
+                            fl_err *e) {
+    int v = add_value(m, name, kind, t, 1, e);
+    if (v < 0) fl_tensor_free(t);
+    return v;
+}
+
+/* take: t's buffer becomes the value's (t->data is cleared) instead of being copied */
+static int add_value(fl_model *m, const char *name, fl_value_kind kind, fl_tensor *t, int take,
+                     fl_err *e) {
     if (fl_model_find(m, name) >= 0) {
         fl_fail(e, FL_ERR_FORMAT, "duplicate tensor name '%s'", name);
         return -1;
@@ -125,6 +141,9 @@ int fl_model_add_value(fl_model *m, const char *name, fl_value_kind kind, const 
         if (kind == FL_VAL_INPUT) {
             v->decl_ndim = t->ndim;
             memcpy(v->decl_shape, t->shape, sizeof v->decl_shape);
+        } else if (take) {
+            v->t = *t;
+            t->data = NULL;
         } else if (fl_tensor_copy(&v->t, t) != FL_OK) {
             free(v->name);
             goto nomem;

@@ -89,17 +89,16 @@ static fl_status with_version(loader *L, const char *op, fl_status st) {
 }
 
 /* ---- values ------------------------------------------------------------------------------------ */
-static fl_status add_initializer(loader *L, const Onnx__TensorProto *tp) {
+static fl_status add_initializer(loader *L, Onnx__TensorProto *tp) {
     char what[400];
     if (!tp || !tp->name || !*tp->name)
         return fl_fail(L->e, FL_ERR_FORMAT, "%s: an initializer has no name", L->file);
     snprintf(what, sizeof what, "%s: initializer '%s'", L->file, tp->name);
     fl_tensor t;
     int dt;
-    fl_status st = fl_onnx_tensor_decode(tp, &t, &dt, what, L->e);
+    fl_status st = fl_onnx_tensor_take(tp, &t, &dt, what, L->e);
     if (st != FL_OK) return st;
-    int v = fl_model_add_value(L->m, tp->name, FL_VAL_CONST, &t, L->e);
-    fl_tensor_free(&t);
+    int v = fl_model_add_value_take(L->m, tp->name, FL_VAL_CONST, &t, L->e);
     if (v < 0) return with_file(L, L->e->status);
     L->m->values[v].onnx_dtype = dt;
     return FL_OK;
@@ -505,7 +504,7 @@ fl_status fl_onnx_load_buffer(const uint8_t *buf, size_t len, const char *name, 
     *out = NULL;
     if (!name) name = "<buffer>";
     if (!buf || len == 0) return fl_fail(e, FL_ERR_FORMAT, "%s: empty file", name);
-    Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, buf);
+    Onnx__ModelProto *mp = onnx__model_proto__unpack(&fl_onnx_allocator, len, buf);
     if (!mp)
         return fl_fail(e, FL_ERR_FORMAT, "%s: not an ONNX model (the protobuf is truncated or corrupted)", name);
     fl_err scratch;
@@ -539,7 +538,7 @@ fl_status fl_onnx_load_buffer(const uint8_t *buf, size_t len, const char *name, 
     }
     if (st == FL_OK) promote_params(L.m, mp->graph);
     if (st == FL_OK) st = fl_onnx_fold_shapes(L.m, name, e);
-    onnx__model_proto__free_unpacked(mp, NULL);
+    onnx__model_proto__free_unpacked(mp, &fl_onnx_allocator);
     if (st != FL_OK) {
         fl_model_free(L.m);
         return st;
@@ -549,13 +548,12 @@ fl_status fl_onnx_load_buffer(const uint8_t *buf, size_t len, const char *name, 
 }
 
 fl_status fl_onnx_load(const char *path, fl_model **out, fl_err *e) {
-    uint8_t *buf;
-    size_t len;
+    fl_mapped f;
     *out = NULL;
-    fl_status st = fl_file_read(path, &buf, &len, e);
+    fl_status st = fl_file_map(path, &f, e);
     if (st != FL_OK) return st;
-    st = fl_onnx_load_buffer(buf, len, path, out, e);
-    free(buf);
+    st = fl_onnx_load_buffer(f.data, f.len, path, out, e);
+    fl_file_unmap(&f);
     if (st == FL_OK && !((*out)->path = strdup(path))) {
         fl_model_free(*out);
         *out = NULL;

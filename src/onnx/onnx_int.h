@@ -11,6 +11,14 @@
  * more than FL_MAX_DIMS dims, negative dims and data whose length does not match the dims. */
 fl_status fl_onnx_tensor_decode(const Onnx__TensorProto *tp, fl_tensor *t, int *dtype,
                                 const char *what, fl_err *e);
+/* The same for a message unpacked with fl_onnx_allocator, and with one difference: a float
+ * raw_data becomes t's buffer without a copy (tp->raw_data is emptied), so loading a model
+ * copies its weights once, from the file into the heap, by protobuf-c. */
+fl_status fl_onnx_tensor_take(Onnx__TensorProto *tp, fl_tensor *t, int *dtype, const char *what,
+                              fl_err *e);
+/* protobuf-c's allocator for unpacking models: blocks as fl_alloc's (aligned, padded, the
+ * padding zeroed), freed with fl_free. */
+extern ProtobufCAllocator fl_onnx_allocator;
 
 /* Everything allocated while building a message, released in one call. */
 typedef struct fl_arena {

@@ -51,8 +51,43 @@ static uint32_t le32(const uint8_t *p) {
 }
 static uint64_t le64(const uint8_t *p) { return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32; }
 
+/* protobuf-c allocates every bytes field (raw_data) with the allocator given to unpack: with
+ * this one each block is 64-byte aligned and padded to a multiple of 64 bytes, zeroed past its
+ * end, exactly as fl_alloc's, so that a float raw_data can become a tensor's buffer as it is
+ * (fl_onnx_tensor_take) and be released with fl_free. */
+static void *pb_alloc(void *unused, size_t n) {
+    (void)unused;
+    size_t r = (n + 63) & ~(size_t)63;
+    uint8_t *p = aligned_alloc(64, r ? r : 64);
+    if (p && r > n) memset(p + n, 0, r - n);
+    return p;
+}
+
+static void pb_free(void *unused, void *p) {
+    (void)unused;
+    free(p);
+}
+
+ProtobufCAllocator fl_onnx_allocator = {pb_alloc, pb_free, NULL};
+
+static int little_endian(void) { return __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__; }
+
+static fl_status decode(Onnx__TensorProto *steal, const Onnx__TensorProto *tp, fl_tensor *t,
+                        int *dtype, const char *what, fl_err *e);
+
 fl_status fl_onnx_tensor_decode(const Onnx__TensorProto *tp, fl_tensor *t, int *dtype,
                                 const char *what, fl_err *e) {
+    return decode(NULL, tp, t, dtype, what, e);
+}
+
+fl_status fl_onnx_tensor_take(Onnx__TensorProto *tp, fl_tensor *t, int *dtype, const char *what,
+                              fl_err *e) {
+    return decode(tp, tp, t, dtype, what, e);
+}
+
+/* steal: tp itself, when its float raw_data may become t's buffer (see fl_onnx_allocator) */
+static fl_status decode(Onnx__TensorProto *steal, const Onnx__TensorProto *tp, fl_tensor *t,
+                        int *dtype, const char *what, fl_err *e) {
     memset(t, 0, sizeof *t);
     int dt = tp->has_data_type ? tp->data_type : 0;
     if (dtype) *dtype = dt;
@@ -101,10 +136,21 @@ fl_status fl_onnx_tensor_decode(const Onnx__TensorProto *tp, fl_tensor *t, int *
                        field, have, (long long)count);
     int64_t shape[FL_MAX_DIMS];
     for (size_t i = 0; i < tp->n_dims; i++) shape[i] = tp->dims[i];
+    int raw = tp->has_raw_data && tp->raw_data.len > 0;
+    if (steal && raw && dt == FL_ONNX_FLOAT && little_endian()) {
+        /* the weights of a model: no copy at all (the bytes are the floats) */
+        fl_tensor_set_shape(t, (int)tp->n_dims, shape);
+        t->data = (float *)steal->raw_data.data;
+        steal->raw_data.data = NULL;
+        steal->raw_data.len = 0;
+        return FL_OK;
+    }
     if (fl_tensor_alloc(t, (int)tp->n_dims, shape) != FL_OK)
         return fl_fail(e, FL_ERR_NOMEM, "%s: out of memory (%lld values)", what, (long long)count);
     float *y = t->data;
-    if (tp->has_raw_data && tp->raw_data.len > 0) {
+    if (raw && dt == FL_ONNX_FLOAT && little_endian()) {
+        memcpy(y, tp->raw_data.data, (size_t)count * sizeof(float));
+    } else if (raw) {
         const uint8_t *p = tp->raw_data.data;
         for (int64_t i = 0; i < count; i++) {
             const uint8_t *q = p + esz * (size_t)i;

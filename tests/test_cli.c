@@ -318,6 +318,15 @@ static void test_run_layer_sets(void **state) {
     }
     snprintf(path, sizeof path, "%s/relu1_Relu_output_0.npy", dir);
     assert_false(file_exists(path)); /* only what was asked for */
+    /* --layer-times: a row per node, products with their GFLOP/s, the sgemm it is set against */
+    res r = run(1, F "nn run -m %s -i %s -o %s/rl_y.npy --layer-times 3", lenet, in, tmp);
+    expect((res){r.rc, strdup(r.out)}, 0, "median of 3 passes, batch 2");
+    assert_contains(r.out, "/conv1/Conv ");
+    assert_contains(r.out, "bare sgemm 1024^3");
+    const char *row = strstr(r.out, "/conv1/Conv ");
+    assert_non_null(row);
+    assert_non_null(strchr(row, '%')); /* its share, then GFLOP/s: a product */
+    free(r.out);
 }
 
 /* Typos: the closest command, group or flag is suggested; a far-off word gets no guess. */

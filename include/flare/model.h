@@ -238,4 +238,21 @@ typedef struct fl_layer_info {
 int fl_model_layers(fl_model *m, fl_layer_info **out, fl_err *e);
 int64_t fl_model_param_count(const fl_model *m);
 
+/* ---- layer timing ----------------------------------------------------------------------------- */
+/* Time every node of a forward pass on these inputs: one planning pass (not timed), then
+ * `passes` passes with each node timed alone; secs[i] is node i's median, flops[i] its
+ * arithmetic (fl_node_flops), total the sum of the medians. Release with fl_timing_free. */
+typedef struct fl_timing {
+    int n;          /* nodes, in m->nodes order */
+    double *secs;   /* [n] */
+    double *flops;  /* [n] */
+    double total;
+} fl_timing;
+fl_status fl_model_time_layers(fl_model *m, int n_inputs, const fl_tensor *inputs, int passes,
+                               fl_timing *out, fl_err *e);
+void fl_timing_free(fl_timing *p);
+/* 2 x the multiply-adds of a Conv, ConvTranspose, Gemm or MatMul at its planned shapes; 0 for
+ * other ops. */
+double fl_node_flops(const fl_model *m, const fl_node *n);
+
 #endif

@@ -45,6 +45,9 @@ void fl_free(void *p);
  * calls cblas_sgemm. */
 void fl_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
               int lda, const float *B, int ldb, float beta, float *C, int ldc);
+/* GFLOP/s of fl_sgemm on square n x n matrices at the current thread count (the median of
+ * `reps` products after one untimed): the machine's floor a convolution is measured against. */
+double fl_sgemm_gflops(int n, int reps);
 
 /* 2-D convolution geometry for one image. */
 typedef struct fl_conv2d_geom {

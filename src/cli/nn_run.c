@@ -79,6 +79,34 @@ static void say_wrote(const char *path, const fl_tensor *t, const char *what) {
     printf("wrote %s  %s  (%s)\n", path, fl_shape_str(t, shp, sizeof shp), what);
 }
 
+/* --layer-times: every node's median time over `passes` passes, its share of the pass and,
+ * for products, its GFLOP/s against a bare sgemm measured now on the same threads. */
+static int print_layer_times(const cli_opts *o, fl_model *m, const fl_tensor *x, fl_err *e) {
+    fl_timing t;
+    if (fl_model_time_layers(m, 1, x, (int)o->layer_times, &t, e) != FL_OK) return CLI_FAIL;
+    double peak = fl_sgemm_gflops(1024, 5);
+    double flops = 0;
+    printf("layer times: median of %d passes, batch %lld, %d threads\n", (int)o->layer_times,
+           (long long)x->shape[0], fl_threads_get());
+    printf("  #  %-36s %-18s %10s %7s %9s %8s\n", "node", "op", "ms", "share", "GFLOP/s",
+           "of sgemm");
+    for (int i = 0; i < t.n; i++) {
+        const fl_node *n = &m->nodes[i];
+        printf("%3d  %-36.36s %-18.18s %10.3f %6.1f%%", i, n->name, n->op->name, t.secs[i] * 1e3,
+               t.total > 0 ? 100 * t.secs[i] / t.total : 0.0);
+        if (t.flops[i] > 0 && t.secs[i] > 0)
+            printf(" %9.1f %7.0f%%", t.flops[i] / t.secs[i] * 1e-9,
+                   peak > 0 ? 100 * t.flops[i] / t.secs[i] * 1e-9 / peak : 0.0);
+        printf("\n");
+        flops += t.flops[i];
+    }
+    printf("total %.3f ms (%.1f images/s), %.2f GFLOP, %.1f GFLOP/s; bare sgemm 1024^3: %.1f "
+           "GFLOP/s\n", t.total * 1e3, t.total > 0 ? x->shape[0] / t.total : 0.0, flops * 1e-9,
+           t.total > 0 ? flops / t.total * 1e-9 : 0.0, peak);
+    fl_timing_free(&t);
+    return CLI_OK;
+}
+
 int cmd_nn_run(const cli_opts *o) {
     fl_err e = {0};
     fl_model *m = NULL;
@@ -151,6 +179,7 @@ int cmd_nn_run(const cli_opts *o) {
         if (fl_npy_write_tensor(paths[i], t, &e) != FL_OK) goto out;
         say_wrote(paths[i], t, names[i]);
     }
+    if (o->layer_times > 0 && print_layer_times(o, m, &x, &e) != CLI_OK) goto out;
     rc = CLI_OK;
     goto out;
 oom:

@@ -1,5 +1,6 @@
 /* The GEMM wrapper and im2col/col2im: what convolutions and dense layers are made of. */
 #include <cblas.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/simd.h"
@@ -52,6 +53,33 @@ void fl_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const 
     }
     gemm_job J = {trans_a, trans_b, M, N, K, lda, ldb, ldc, by_rows, alpha, beta, A, B, C};
     fl_parallel_for((dim + SPLIT_UNIT - 1) / SPLIT_UNIT, gemm_range, &J);
+}
+
+static int cmp_double(const void *p, const void *q) {
+    double x = *(const double *)p, y = *(const double *)q;
+    return (x > y) - (x < y);
+}
+
+double fl_sgemm_gflops(int n, int reps) {
+    size_t nn = (size_t)n * n;
+    float *a = fl_alloc(nn * sizeof *a), *b = fl_alloc(nn * sizeof *b), *c = fl_alloc(nn * sizeof *c);
+    double v[32], r = 0;
+    if (reps > 32) reps = 32;
+    if (a && b && c && reps > 0) {
+        for (size_t i = 0; i < nn; i++) a[i] = b[i] = (float)(i % 17) * 0.0625f;
+        fl_sgemm(0, 0, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+        for (int k = 0; k < reps; k++) {
+            double t0 = fl_now();
+            fl_sgemm(0, 0, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+            v[k] = 2.0 * n * (double)nn / (fl_now() - t0) * 1e-9;
+        }
+        qsort(v, (size_t)reps, sizeof *v, cmp_double);
+        r = v[reps / 2];
+    }
+    fl_free(a);
+    fl_free(b);
+    fl_free(c);
+    return r;
 }
 
 /* The columns ox of one cols row whose input column ix = x0 + ox*sw falls inside [0, w):

@@ -254,5 +254,8 @@ void fl_timing_free(fl_timing *p);
 /* 2 x the multiply-adds of a Conv, ConvTranspose, Gemm or MatMul at its planned shapes; 0 for
  * other ops. */
 double fl_node_flops(const fl_model *m, const fl_node *n);
+/* Bytes of every activation at the planned shapes: after a pass on one image, what each image
+ * of a batch adds to a pass that keeps them all (a campaign sizes its batches by it). */
+int64_t fl_model_act_bytes(const fl_model *m);
 
 #endif

@@ -205,7 +205,7 @@ int cmd_nn_fuzz(const cli_opts *o) {
     fo.alpha = o->set[F_fz_alpha] ? o->fz_alpha : -1;
     fo.beta = o->set[F_fz_beta] ? o->fz_beta : -1;
     fo.try_num = (int)o->fz_tries;
-    fo.k = (int)o->fz_k;
+    fo.k = o->given[F_fz_k] ? (int)o->fz_k : 0; /* 0: the campaign fits 64 to memory */
     fo.tf_sigma = o->fz_tf_sigma;
     fo.tf_bound = o->fz_tf_bound;
     fo.tf_threshold = o->fz_tf_threshold;
@@ -215,7 +215,7 @@ int cmd_nn_fuzz(const cli_opts *o) {
     fo.max_time = o->set[F_fz_max_time] ? o->fz_max_time : 0;
     fo.max_execs = o->set[F_fz_max_execs] ? o->fz_max_execs : 0;
     fo.seed = seed;
-    fo.batch = (int)o->fz_batch;
+    fo.batch = o->given[F_fz_batch] ? (int)o->fz_batch : 0;
     fo.command_line = cmdline;
     fo.model_path = o->fz_model;
     fo.model2_path = m2 ? o->fz_model2 : NULL;

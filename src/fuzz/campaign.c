@@ -62,6 +62,7 @@ static fl_status check_models(fz_campaign *cp, fl_err *e) {
     fl_status st = probe(o->model, o->seeds, o->model_path ? o->model_path : "the model", &k, s1,
                          &nd1, e);
     if (st) return st;
+    cp->image_bytes = fl_model_act_bytes(o->model); /* probe ran one image */
     if (o->seeds->has_labels && o->seeds->n_classes > k)
         return fl_fail(e, FL_ERR_SHAPE, "the seeds have %d classes, the model %lld outputs",
                        o->seeds->n_classes, (long long)k);
@@ -112,6 +113,11 @@ static fl_status build_cover(fz_campaign *cp, fl_err *e) {
     return st;
 }
 
+int fz_fit_batch(int want, int64_t per_image) {
+    int64_t fit = per_image > 0 ? FZ_BATCH_BYTES / per_image : want;
+    return fit < 1 ? 1 : fit < want ? (int)fit : want;
+}
+
 static fl_status setup(fz_campaign *cp, const fl_fuzz_opts *o, fl_err *e) {
     memset(cp, 0, sizeof *cp);
     cp->o = o;
@@ -132,7 +138,6 @@ static fl_status setup(fz_campaign *cp, const fl_fuzz_opts *o, fl_err *e) {
     cp->alpha = o->alpha >= 0 ? o->alpha : nlc ? 0.4 : 0.02;
     cp->beta = o->beta >= 0 ? o->beta : nlc ? 0.8 : 0.2;
     cp->try_num = o->try_num > 0 ? o->try_num : 50;
-    cp->k = o->k > 0 ? o->k : 64;
     cp->nonzero = nlc;
     cp->session = 1;
     cp->model_hash = fz_weights_hash(o->model);
@@ -144,6 +149,11 @@ static fl_status setup(fz_campaign *cp, const fl_fuzz_opts *o, fl_err *e) {
     } else if ((st = check_models(cp, e)) || (st = build_cover(cp, e))) {
         return st;
     }
+    /* K mutants run as one batch (and the gradient strategies keep its gradients too): at
+     * 3x224x224 a ResNet-18 image holds ~30 MB of activations, so 64 of them would take
+     * 2-4 GB; the default takes fewer where 64 would pass FZ_BATCH_BYTES */
+    int64_t per = cp->image_bytes * (fl_fuzz_is_gradient(o->strategy) ? 2 : 1);
+    cp->k = o->k > 0 ? o->k : fz_fit_batch(64, per);
     if ((st = fz_out_check(o->out_dir, o->resume, e))) return st;
     if ((st = fl_xform_menu_make(o->preset, &cp->menu, e))) return st;
     fl_fuzz_select sel = o->select;
@@ -182,7 +192,7 @@ static fl_status setup(fz_campaign *cp, const fl_fuzz_opts *o, fl_err *e) {
  * whose label becomes the prediction) enter the queue. */
 static fl_status load_seeds(fz_campaign *cp, fl_fuzz_result *r, fl_err *e) {
     const fl_dataset *d = cp->o->seeds;
-    int batch = cp->o->batch > 0 ? cp->o->batch : 256;
+    int batch = cp->o->batch > 0 ? cp->o->batch : fz_fit_batch(256, cp->image_bytes);
     fl_tensor x = {0};
     fl_status st = FL_OK;
     for (int64_t s = 0; !st && s < d->n; s += batch) {

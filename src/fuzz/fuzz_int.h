@@ -150,10 +150,16 @@ fl_status fz_novelty_add(fz_novelty *nv, const float *x, fl_err *e);
 void fz_novelty_free(fz_novelty *nv);
 
 /* ---- the campaign ------------------------------------------------------------------------- */
+/* What the default batches may hold in activations: the number of images that fit, at most
+ * `want` and at least 1 (fz_fit_batch; per_image 0: want). -K and --batch override it. */
+#define FZ_BATCH_BYTES ((int64_t)1 << 30)
+int fz_fit_batch(int want, int64_t per_image);
+
 typedef struct fz_campaign {
     const fl_fuzz_opts *o;
     int c, h, w;
     int64_t n;                 /* values per image */
+    int64_t image_bytes;       /* the model's activations for one image (fl_model_act_bytes) */
     int n_classes;
     char **class_names;        /* borrowed from the seeds, or made up "0".."K-1" */
     float lut[3][256];         /* pixels to inputs */

@@ -69,3 +69,10 @@ void fl_timing_free(fl_timing *p) {
     free(p->flops);
     memset(p, 0, sizeof *p);
 }
+
+int64_t fl_model_act_bytes(const fl_model *m) {
+    int64_t b = 0;
+    for (int i = 0; i < m->n_values; i++)
+        if (m->values[i].kind == FL_VAL_ACT) b += m->values[i].t.size * (int64_t)sizeof(float);
+    return b;
+}

@@ -273,6 +273,104 @@ static void test_conv(void **state) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_conv(cases[i], 0);
 }
 
+/* Winograd (conv_wino.c) against the double-precision reference, with each tile side forced
+ * (and once chosen by the planner), on ragged edges (outputs not a multiple of the tile: 13x11,
+ * 7x5, 2x2), pads 0, 1 and asymmetric, channel counts off multiples of 8, batch 1 and 3, with
+ * and without bias, on 1 and 2 threads; fl_conv_algo says the node took the Winograd path.
+ * Tolerance, relative to the output's largest magnitude: the fp32 rounding of a Winograd sum
+ * of C*9 products is amplified by the transforms, whose entries reach 1 (F(2,3)) and 8 / 5 /
+ * 1/24 (F(4,3)); measured max error here 2.4e-7 (F(2,3)) and 4e-6 (F(4,3)) of the scale, so
+ * 1e-5 and 1e-4 leave an order of magnitude and still catch a wrong coefficient (which errs
+ * by a sizeable fraction of the scale). */
+static double wino_err(const fl_tensor *got, const fl_tensor *want) {
+    double scale = 0, diff = 0;
+    for (int64_t i = 0; i < want->size; i++) scale = fmax(scale, fabs(want->data[i]));
+    for (int64_t i = 0; i < want->size; i++) diff = fmax(diff, fabs((double)got->data[i] - want->data[i]));
+    return diff / scale;
+}
+
+static void check_wino(cfg c, int force, int threads) {
+    resolve_conv(&c);
+    attrs A;
+    make_attrs(&A, &c, "Conv");
+    fl_tensor ins[3];
+    ins[0] = t4(c.n, c.c, c.h, c.w, -1, 1);
+    ins[1] = t4(c.m, c.c, 3, 3, -1, 1);
+    int64_t bs = c.m;
+    ins[2] = c.bias ? tu_tensor(1, &bs, &rng, -1, 1) : (fl_tensor){0};
+    fl_value_kind kinds[3] = {FL_VAL_INPUT, FL_VAL_PARAM, c.bias ? FL_VAL_PARAM : FL_VAL_CONST};
+    int n_in = c.bias ? 3 : 2;
+    fl_tensor want = t4(c.n, c.m, c.oh, c.ow, 0, 0);
+    ref_conv(&c, &ins[0], &ins[1], c.bias ? &ins[2] : NULL, &want);
+    int saved_threads = fl_threads_get(), saved_force = fl_conv_wino_force;
+    fl_threads_set(threads);
+    fl_conv_wino_force = force;
+    fl_model *m = tu_single_node("Conv", n_in, ins, kinds, 1, A.n, A.a);
+    tu_forward(m, n_in, ins, kinds);
+    int tile = 0;
+    assert_int_equal(fl_conv_algo(&m->nodes[0], &tile), 'w');
+    if (force > 0) assert_int_equal(tile, force);
+    double tol = tile == 2 ? 1e-5 : 1e-4, err = wino_err(fl_model_output(m, 0), &want);
+    print_message("winograd F(%d,3) %dx%dx%dx%d -> %d maps %dx%d pads %d%d%d%d bias %d, %d threads: "
+                  "max err %.1e of the scale\n", tile, c.n, c.c, c.h, c.w, c.m, c.oh, c.ow, c.pt,
+                  c.pl, c.pb, c.pr, c.bias, threads, err);
+    assert_true(err <= tol);
+    /* weights edited in place between passes (as a mutation or tu_gradcheck does): the
+     * transformed weights must follow */
+    fl_tensor *w = &m->values[fl_model_find(m, "in1")].t;
+    for (int64_t i = 0; i < w->size; i += 7) w->data[i] = -w->data[i];
+    fl_tensor w2 = {0};
+    assert_int_equal(fl_tensor_copy(&w2, w), FL_OK);
+    ref_conv(&c, &ins[0], &w2, c.bias ? &ins[2] : NULL, &want);
+    tu_forward(m, n_in, ins, kinds);
+    assert_int_equal(fl_conv_algo(&m->nodes[0], NULL), 'w');
+    assert_true(wino_err(fl_model_output(m, 0), &want) <= tol);
+    fl_model_free(m);
+    fl_tensor_free(&w2);
+    fl_conv_wino_force = saved_force;
+    fl_threads_set(saved_threads);
+    for (int i = 0; i < 3; i++) fl_tensor_free(&ins[i]);
+    fl_tensor_free(&want);
+}
+
+static void test_conv_winograd(void **state) {
+    const cfg cases[] = {
+        CONV(.n = 1, .c = 5, .m = 7, .h = 13, .w = 11, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .bias = 1),
+        CONV(.n = 3, .c = 19, .m = 10, .h = 15, .w = 13), /* pad 0: 13x11 outputs */
+        CONV(.n = 3, .c = 9, .m = 17, .h = 7, .w = 6, .pt = 1, .pl = 0, .pb = 0, .pr = 1, .bias = 1),
+        CONV(.n = 1, .c = 16, .m = 8, .h = 4, .w = 4), /* 2x2 outputs: one ragged F(4,3) tile */
+        CONV(.n = 2, .c = 24, .m = 33, .h = 17, .w = 20, .pt = 1, .pl = 1, .pb = 1, .pr = 1),
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int force = 2; force <= 4; force += 2)
+            for (int threads = 1; threads <= 2; threads++) check_wino(cases[i], force, threads);
+    /* the planner's own choice on a shape it takes (32 channels, 3 images of 20x20) */
+    check_wino(CONV(.n = 3, .c = 32, .m = 32, .h = 20, .w = 20, .pt = 1, .pl = 1, .pb = 1, .pr = 1,
+                    .bias = 1), -1, 2);
+    /* a model planned for training never takes it (the backward pass wants the columns) */
+    {
+        int saved = fl_conv_wino_force;
+        fl_conv_wino_force = 4;
+        cfg c = CONV(.n = 1, .c = 16, .m = 16, .h = 12, .w = 12, .pt = 1, .pl = 1, .pb = 1, .pr = 1);
+        resolve_conv(&c);
+        attrs A;
+        make_attrs(&A, &c, "Conv");
+        fl_tensor ins[2] = {t4(1, 16, 12, 12, -1, 1), t4(16, 16, 3, 3, -1, 1)};
+        fl_value_kind kinds[2] = {FL_VAL_INPUT, FL_VAL_PARAM};
+        fl_model *m = tu_single_node("Conv", 2, ins, kinds, 1, A.n, A.a);
+        m->training = 1;
+        tu_forward(m, 2, ins, kinds);
+        assert_int_equal(fl_conv_algo(&m->nodes[0], NULL), 'l');
+        fl_model_free(m);
+        /* and gradients of an inference pass that took it are the lowered path's (the weight
+         * gradient cannot reuse columns Winograd never made; the finite differences edit W
+         * in place, so the transformed weights must follow every change) */
+        tu_gradcheck("Conv", 2, ins, kinds, A.n, A.a, 1e-2f, 2e-3f);
+        fl_conv_wino_force = saved;
+        for (int i = 0; i < 2; i++) fl_tensor_free(&ins[i]);
+    }
+}
+
 static void test_convtranspose(void **state) {
     const cfg cases[] = {
         CONV(.bias = 1),
@@ -569,6 +667,7 @@ int main(void) {
     fl_rng_seed(&rng, 42);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv),
+        cmocka_unit_test(test_conv_winograd),
         cmocka_unit_test(test_convtranspose),
         cmocka_unit_test(test_strided_fold),
         cmocka_unit_test(test_conv_known_values),

@@ -13,11 +13,16 @@ typedef struct conv_state {
     fl_window win;
     int group;
     fl_lowered L;
+    fl_wino wino;  /* .m != 0: the forward pass is Winograd (inference) */
+    int algo;      /* what the last forward ran (fl_conv_algo) */
 } conv_state;
 
 static void conv_free(fl_node *n) {
     conv_state *s = n->state;
-    if (s) fl_lowered_free(&s->L);
+    if (s) {
+        fl_lowered_free(&s->L);
+        fl_wino_free(&s->wino);
+    }
     fl_free(s);
 }
 
@@ -68,8 +73,16 @@ static fl_status conv_shape(fl_model *m, fl_node *n, fl_err *e) {
     };
     int64_t out[4] = {x->shape[0], mo, oh, ow};
     fl_node_set_out_shape(m, n, 0, 4, out);
-    return fl_lowered_plan(&s->L, n, (int)x->shape[0], (int)c, (int)mo, s->group, &geo,
-                           m->training, e);
+    st = fl_lowered_plan(&s->L, n, (int)x->shape[0], (int)c, (int)mo, s->group, &geo,
+                         m->training, e);
+    if (st != FL_OK) return st;
+    return fl_wino_plan(&s->wino, &s->L, fl_conv_wino_pick(&s->L, m->training), n, e);
+}
+
+int fl_conv_algo(const fl_node *n, int *m) {
+    const conv_state *s = n->state;
+    if (m) *m = s->algo == 'w' ? s->wino.m : 0;
+    return s->algo;
 }
 
 /* ---- the small direct path (conv_small.c), spread over images ---------------------------------- */
@@ -111,9 +124,19 @@ static void conv_forward(fl_model *m, fl_node *n) {
     const fl_tensor *b = fl_in(m, n, 2);
     fl_tensor *y = fl_out(m, n, 0);
     const float *bias = b ? b->data : NULL;
+    s->algo = 'l';
     if (fl_conv_dw_ok(&s->L)) {
+        s->algo = 'd';
         fl_conv_dw_forward(&s->L, fl_in(m, n, 1)->data, bias, fl_in(m, n, 0)->data, y->data);
+    } else if (s->wino.m && !m->training) {
+        /* planned for inference; a model switched to training without a re-plan takes the
+         * lowered path, whose columns its backward pass reuses */
+        s->algo = 'w';
+        fl_wino_forward(&s->wino, &s->L, fl_in(m, n, 1)->data, bias, fl_in(m, n, 0)->data,
+                        y->data);
+        for (int t = 0; t < s->L.slots; t++) s->L.buf[t].cached = -1; /* no columns made */
     } else if (conv_is_small_direct(s)) {
+        s->algo = 's';
         small_job J = {.L = &s->L, .W = fl_in(m, n, 1)->data, .bias = bias,
                        .X = fl_in(m, n, 0)->data, .Y = y->data};
         fl_parallel_for(s->L.n, small_forward_range, &J);

@@ -128,6 +128,53 @@ void fl_conv_dw_adjoint(const fl_lowered *L, const float *W, const float *dY, fl
 void fl_conv_dw_grad_w(const fl_lowered *L, float *dW, float *dB, const float *dY,
                        const float *X);
 
+/* ---- Winograd 3x3 convolution (conv_wino.c) -------------------------------------------------
+ * For 3x3, stride 1, dilation 1, one group, any pads, in inference only: Y = W (*) X (+ bias)
+ * as F(m x m, 3 x 3) with output tiles of m = 2 (4x4 input tiles, 16 GEMMs, 2.25x fewer
+ * multiplies) or m = 4 (6x6 tiles, 36 GEMMs, 4x fewer). Output tile j of channel mo is
+ *     y_j = A^T [ sum_c (G w[mo][c] G^T) .* (B^T d_j[c] B) ] A
+ * so for each of the a*a (a = m + 2) transformed taps xi the sum over c is one GEMM
+ * P[xi] [M, tiles] = U[xi] [M, C] · V[xi] [C, tiles]. Tiles are numbered over the whole batch
+ * and done in blocks (a thread's V and P, sized by fl_conv_wino_budget, no buffer the size of
+ * the batch); ragged edges read zeros past the input and write only the outputs that exist.
+ * Not in training: the weights change every step (U would be redone each pass) and the
+ * backward pass reuses the columns the lowered forward leaves in cache. fp32 error grows with
+ * m (the transforms' entries reach 8 for m = 4): about 1e-6 relative for m = 2, a few 1e-6 for
+ * m = 4, measured against the lowered path (tests/test_ops_conv.c).
+ * U is kept with a copy of the W it was made from and redone when W differs (memcmp: exact,
+ * and cheap next to the convolution), so weights edited between passes are seen. */
+typedef struct fl_wino {
+    int m;              /* output tile side: 2 or 4; 0 = not used */
+    int ready;          /* U matches wcopy */
+    int th, tw, tiles;  /* tiles per column, row, image */
+    int block, blocks;  /* tiles per block; blocks over the batch */
+    int ld;             /* block rounded up to 8: V's and P's row length */
+    float *U;           /* [a*a][M][C] */
+    float *wcopy;       /* [M][C][3][3]: the weights U was made from */
+    size_t u_cap, w_cap;
+    int slots;          /* scratch buffers (threads) */
+    float **scratch;    /* per thread: V [a*a][C][block], then P [a*a][M][block] */
+    size_t *scratch_cap;
+} fl_wino;
+
+/* The tile side for L's shape (0: use the other paths): by measurement per shape, see
+ * docs/onnx.md. fl_conv_wino_force >= 0 overrides the choice (tests; 0 = never) where the
+ * shape fits. Floats of a thread's V + P a block aims for: fl_conv_wino_budget. */
+enum { FL_WINO_MIN_TILES = 16 }; /* tiles per thread below which a tile side is not used */
+extern int fl_conv_wino_force;
+extern size_t fl_conv_wino_budget;
+extern int fl_conv_wino_min_block;
+int fl_conv_wino_pick(const fl_lowered *L, int training);
+/* (Re)plan Z for L with tile side m (0: free nothing, use nothing). Allocates. */
+fl_status fl_wino_plan(fl_wino *Z, const fl_lowered *L, int m, const fl_node *node, fl_err *e);
+void fl_wino_free(fl_wino *Z);
+/* Y = W (*) X (+ bias) over the thread pool; redoes U first when W changed. */
+void fl_wino_forward(fl_wino *Z, const fl_lowered *L, const float *W, const float *bias,
+                     const float *X, float *Y);
+/* Which algorithm Conv node n ran its last forward with: 'w' Winograd (then *m = its tile
+ * side), 'd' depthwise, 's' small direct, 'l' lowered to GEMM (op_conv.c; tests). */
+int fl_conv_algo(const fl_node *n, int *m);
+
 /* y[n, c, :] += b[c] over [N, C, P]; db[c] += sum of dy[n, c, :]. */
 void fl_bias_add(float *y, const float *b, int64_t n, int64_t c, int64_t p);
 void fl_bias_grad(float *db, const float *dy, int64_t n, int64_t c, int64_t p);

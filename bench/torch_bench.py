@@ -20,8 +20,10 @@ sides use the same number of cores.
                                                 frozen model's (torch.jit.freeze of the scripted
                                                 eval model: BatchNorm folded, as in the export)
                                                 time to first output and steady images/s
-                                                (median of REPS timed runs after 2 warm-up
-                                                passes); with BENCH_EAGER=1 the eager model too
+                                                (median of REPS timed runs after 3 passes: the
+                                                JIT's profiling executor optimises the graph
+                                                on the second); BENCH_EAGER=1: the eager model
+                                                too (labelled "eager")
     torch_bench.py rss SIDE THREADS BATCH MODEL one process, one configuration: the frozen
                                                 model, 2 passes of a batch; prints its peak RSS
                                                 (ru_maxrss: the whole process, torch included)
@@ -138,7 +140,7 @@ def median(v):
     return v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
 
 
-def timed_ips(f, x, reps, warmup=2):
+def timed_ips(f, x, reps, warmup=3):
     """(first_s, images/s): the first call's time, then `warmup - 1` more untimed calls, then
     the median of `reps` timed runs of `steps` calls (steps: about 0.25 s per run)."""
     t0 = time.perf_counter()

@@ -7,8 +7,19 @@
  *                      with its own threads, as many as flare uses); resnet18_*_vs_sgemm the
  *                      same for ResNet-18's largest convolutions at 64x64, batch 32
  *   zoo_NAME_b32       (bench_nn zoo) inference images/s of DIR/NAME.onnx, batch 32, 3x64x64
+ *   big_NAME_load      (bench_nn big) fl_onnx_load of DIR/NAME.onnx: the median of 5 loads
+ *   big_NAME_bB        (bench_nn big) batch B of 3xSIDExSIDE: first_s, the first forward pass
+ *                      after the load (it plans the buffers: the time to the first output),
+ *                      and images_per_s, the median of REPS timed runs after one more
+ *                      untimed pass (a run: as many passes as fill about 0.25 s)
+ *   grad_NAME_bB       (bench_nn grad) a gradient step: forward + fl_model_backward of
+ *                      sum(logits * seed) to the input, images/s as above
  * Usage: bench_nn [threads]   (default 2, the PyTorch baseline uses the same)
- *        bench_nn zoo DIR THREADS REPS NAME...   (models from bench/torch_bench.py export) */
+ *        bench_nn zoo DIR THREADS REPS NAME...   (models from bench/torch_bench.py export)
+ *        bench_nn big DIR SIDE THREADS REPS BATCHES NAME...   (BATCHES: 1,8,32)
+ *        bench_nn grad DIR SIDE THREADS REPS BATCH NAME
+ * (bench/torch_bench.py big / grad are the same rows in PyTorch; peak RSS is measured per
+ * configuration in its own process by bench/run.sh, with `flare nn run`.) */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -250,8 +261,138 @@ static int main_zoo(int argc, char **argv) {
     return 0;
 }
 
+/* A batch of normal(0, 1) inputs [batch, 3, side, side] (the exports take any batch). */
+static fl_tensor random_input(int batch, int side, uint64_t seed) {
+    fl_rng r;
+    fl_rng_seed(&r, seed);
+    fl_tensor x = {0};
+    int64_t shp[4] = {batch, 3, side, side};
+    CHECK(fl_tensor_alloc(&x, 4, shp));
+    for (int64_t i = 0; i < x.size; i++) x.data[i] = fl_rng_normal(&r);
+    return x;
+}
+
+typedef void (*pass_fn)(fl_model *m, const fl_tensor *x, void *ctx);
+
+/* The first call of f (seconds), one more untimed call, then the median images/s of `reps`
+ * timed runs of as many calls as fill about 0.25 s (the untimed call's time decides). */
+static double timed_ips(pass_fn f, fl_model *m, const fl_tensor *x, void *ctx, int reps,
+                        double *first_s) {
+    double t0 = fl_now();
+    f(m, x, ctx);
+    *first_s = fl_now() - t0;
+    t0 = fl_now();
+    f(m, x, ctx);
+    double t = fl_now() - t0;
+    int steps = t > 0 ? (int)(0.25 / t) : 50;
+    steps = steps < 1 ? 1 : steps > 50 ? 50 : steps;
+    double v[16];
+    if (reps > 16) reps = 16;
+    if (reps < 1) reps = 1;
+    for (int k = 0; k < reps; k++) {
+        t0 = fl_now();
+        for (int s = 0; s < steps; s++) f(m, x, ctx);
+        v[k] = (double)x->shape[0] * steps / (fl_now() - t0);
+    }
+    qsort(v, (size_t)reps, sizeof *v, cmp_double);
+    return reps % 2 ? v[reps / 2] : 0.5 * (v[reps / 2 - 1] + v[reps / 2]);
+}
+
+static void pass_forward(fl_model *m, const fl_tensor *x, void *ctx) {
+    (void)ctx;
+    CHECK(fl_model_forward(m, x, &err));
+}
+
+/* forward, then the gradient of sum(logits * seed) with respect to the input */
+static void pass_grad(fl_model *m, const fl_tensor *x, void *ctx) {
+    const fl_tensor *seed = ctx;
+    int out = m->outputs[0];
+    CHECK(fl_model_forward(m, x, &err));
+    CHECK(fl_model_backward_idx(m, 1, &out, seed, &err));
+}
+
+static void model_path(char *buf, size_t n, const char *dir, const char *name) {
+    snprintf(buf, n, "%s/%s.onnx", dir, name);
+}
+
+/* bench_nn big DIR SIDE THREADS REPS BATCHES NAME...: per model its load line, then one line
+ * per batch. Each batch runs on the model as loaded (a fresh load per batch: the first pass
+ * of each batch is the time to the first output of a model just loaded). */
+static int main_big(int argc, char **argv) {
+    if (argc < 8) {
+        fprintf(stderr, "usage: bench_nn big DIR SIDE THREADS REPS BATCHES NAME...\n");
+        return 2;
+    }
+    const char *dir = argv[2];
+    int side = atoi(argv[3]), threads = atoi(argv[4]), reps = atoi(argv[5]);
+    fl_threads_set(threads);
+    for (int i = 7; i < argc; i++) {
+        char path[4096];
+        model_path(path, sizeof path, dir, argv[i]);
+        double lt[5];
+        for (int k = 0; k < 5; k++) {
+            fl_model *m;
+            double t0 = fl_now();
+            CHECK(fl_onnx_load(path, &m, &err));
+            lt[k] = fl_now() - t0;
+            fl_model_free(m);
+        }
+        qsort(lt, 5, sizeof *lt, cmp_double);
+        printf("{\"name\": \"big_%s_load\", \"side\": %d, \"load_s\": %.4f}\n", argv[i], side, lt[2]);
+        fflush(stdout);
+        for (const char *b = argv[6]; *b; b += strcspn(b, ","), b += *b == ',') {
+            int batch = atoi(b);
+            fl_model *m;
+            double t0 = fl_now();
+            CHECK(fl_onnx_load(path, &m, &err));
+            double load = fl_now() - t0, first;
+            fl_tensor x = random_input(batch, side, 4);
+            double ips = timed_ips(pass_forward, m, &x, NULL, reps, &first);
+            printf("{\"name\": \"big_%s_b%d\", \"side\": %d, \"batch\": %d, \"threads\": %d, "
+                   "\"first_s\": %.4f, \"load_plus_first_s\": %.4f, \"images_per_s\": %.2f}\n",
+                   argv[i], batch, side, batch, threads, first, load + first, ips);
+            fflush(stdout);
+            fl_tensor_free(&x);
+            fl_model_free(m);
+        }
+    }
+    return 0;
+}
+
+/* bench_nn grad DIR SIDE THREADS REPS BATCH NAME: one line */
+static int main_grad(int argc, char **argv) {
+    if (argc != 8) {
+        fprintf(stderr, "usage: bench_nn grad DIR SIDE THREADS REPS BATCH NAME\n");
+        return 2;
+    }
+    int side = atoi(argv[3]), threads = atoi(argv[4]), reps = atoi(argv[5]), batch = atoi(argv[6]);
+    fl_threads_set(threads);
+    char path[4096];
+    model_path(path, sizeof path, argv[2], argv[7]);
+    fl_model *m;
+    CHECK(fl_onnx_load(path, &m, &err));
+    fl_tensor x = random_input(batch, side, 4);
+    CHECK(fl_model_forward(m, &x, &err)); /* the output's shape, for the seed */
+    const fl_tensor *y = fl_model_output(m, 0);
+    fl_tensor seed = {0};
+    CHECK(fl_tensor_alloc(&seed, y->ndim, y->shape));
+    fl_rng r;
+    fl_rng_seed(&r, 5);
+    for (int64_t i = 0; i < seed.size; i++) seed.data[i] = fl_rng_normal(&r);
+    double first, ips = timed_ips(pass_grad, m, &x, &seed, reps, &first);
+    printf("{\"name\": \"grad_%s_b%d\", \"side\": %d, \"batch\": %d, \"threads\": %d, "
+           "\"first_s\": %.4f, \"images_per_s\": %.2f}\n",
+           argv[7], batch, side, batch, threads, first, ips);
+    fl_tensor_free(&seed);
+    fl_tensor_free(&x);
+    fl_model_free(m);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "zoo") == 0) return main_zoo(argc, argv);
+    if (argc > 1 && strcmp(argv[1], "big") == 0) return main_big(argc, argv);
+    if (argc > 1 && strcmp(argv[1], "grad") == 0) return main_grad(argc, argv);
     int threads = argc > 1 ? atoi(argv[1]) : 2;
     fl_threads_set(threads);
     printf("{\"name\": \"lenet5_train_b64\", \"threads\": %d, \"images_per_s\": %.1f}\n", threads,

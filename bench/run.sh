@@ -5,6 +5,14 @@
 #   - torchvision ResNet-18 / MobileNetV2 / EfficientNet-B0 inference (batch 32, 64x64, random
 #     weights exported to ONNX at bench time) vs the same models in PyTorch, alternated
 #     BENCH_ZOO_ROUNDS (3) times, medians
+#   - the same zoo at ImageNet size (3x224x224: ResNet-18, ResNet-50, MobileNetV2,
+#     EfficientNet-B0, VGG-16; batch 1, 8, 32; exported at opset 17 now) against PyTorch's frozen
+#     model (torch.jit.freeze of the scripted eval model: BatchNorm folded, as in the export):
+#     images/s, load time against onnx.load of the same file, time to the first output, peak
+#     RSS per (model, batch) in its own process; coverage (every structural criterion on three
+#     layers of ResNet-50) and LSA/DSA against the forward pass; a gradient step (forward +
+#     backward to the input) on ResNet-18 against torch autograd. BENCH_QUICK=1: batch 1 and 8,
+#     fewer repetitions; BENCH_BIG=0 skips the section; BENCH_BIG_MODELS picks the models
 #   - peak RSS of `flare nn train` (LeNet-5, Fashion-MNIST, 1 epoch), measured by /usr/bin/time
 #   - LeNet-5 test accuracy after 10 epochs of the default recipe (skip: BENCH_QUICK=1)
 #   - nn fuzz: DeepHunter mutants/s vs the same loop in PyTorch (bench/fuzz_torch.py), guidance
@@ -43,6 +51,57 @@ if /usr/bin/python3 -c "import torch, torchvision" 2>/dev/null; then
   echo "{\"name\": \"zoo_load_after\", \"loadavg\": $(cut -d' ' -f1 /proc/loadavg)}" | tee -a "$res"
 else
   echo "(python3-torch or python3-torchvision not installed: no zoo models to run)"
+fi
+
+big_models=${BENCH_BIG_MODELS:-resnet18 resnet50 mobilenet_v2 efficientnet_b0 vgg16}
+big_batches=1,8,32; big_reps=5; big_gbatch=8
+if [ "${BENCH_QUICK:-0}" = 1 ]; then big_batches=1,8; big_reps=3; big_gbatch=1; fi
+if [ "${BENCH_BIG:-1}" = 0 ]; then
+  echo "(BENCH_BIG=0: no 224x224 section)"
+elif /usr/bin/python3 -c "import torch, torchvision, onnx" 2>/dev/null; then
+  big_t0=$(date +%s)
+  big=$build/bench/tmp/big
+  rm -rf "$big"
+  echo "== torchvision zoo at 3x224x224, batch $big_batches ($threads threads): $big_models; random weights (seed 0), exported to ONNX at opset 17 now; flare vs PyTorch's frozen model (torch.jit.freeze(torch.jit.script(model.eval())), no_grad: BatchNorm folded on both sides), medians of $big_reps runs after warm-up =="
+  /usr/bin/python3 bench/torch_bench.py export "$big" --side=224 --opset=17 --npy=$big_batches $big_models \
+    || echo "(torch could not export the 224x224 zoo: no rows)"
+  echo "{\"name\": \"big_load_before\", \"loadavg\": $(cut -d' ' -f1 /proc/loadavg)}" | tee -a "$res"
+  for round in $(seq "${BENCH_BIG_ROUNDS:-1}"); do
+    "$build/bench/bench_nn" big "$big" 224 "$threads" "$big_reps" "$big_batches" $big_models | tee -a "$res"
+    /usr/bin/python3 bench/torch_bench.py big "$big" 224 "$threads" "$big_reps" "$big_batches" $big_models \
+      | sed 's/"name": "/"name": "torch_/' | tee -a "$res"
+  done
+  echo "-- peak RSS, one process per (model, batch): flare nn run --scale none, and the frozen model in PyTorch (2 passes; the process's peak, torch's own libraries included), /usr/bin/time -f %M --"
+  for m in $big_models; do
+    for b in $(echo "$big_batches" | tr , ' '); do
+      if /usr/bin/time -f %M -o "$big/rss" "$build/flare" nn run -m "$big/$m.onnx" -i "$big/x$b.npy" \
+           --scale none -o "$big/out.npy" -t "$threads" -q >/dev/null 2>"$big/rss.err"; then
+        echo "{\"name\": \"rss_flare_${m}_b$b\", \"kb\": $(tail -n 1 "$big/rss")}" | tee -a "$res"
+      else
+        echo "(flare nn run $m batch $b failed: $(tail -n 1 "$big/rss.err"))"
+      fi
+      if /usr/bin/time -f %M -o "$big/rss" /usr/bin/python3 bench/torch_bench.py rss 224 "$threads" "$b" "$m" \
+           >/dev/null 2>"$big/rss.err"; then
+        echo "{\"name\": \"rss_torch_${m}_b$b\", \"kb\": $(tail -n 1 "$big/rss")}" | tee -a "$res"
+      fi
+    done
+  done
+  case " $big_models " in *" resnet50 "*)
+    echo "-- coverage (nc:0.5,kmnc:1000,nbc,snac,tknc:3,tknp) on three ResNet-50 block outputs (layer2, layer3, layer4: 3584 neurons), and LSA / DSA of layer2's 512 channel means against 10 000 synthetic training traces, vs the forward pass of the same batch of 8 (wall clock) --"
+    "$build/bench/bench_cover" big "$big/resnet50.onnx" 224 "$threads" 8 "$big_reps" \
+      /layer2/layer2.3/relu_2/Relu_output_0,/layer3/layer3.5/relu_2/Relu_output_0,/layer4/layer4.2/relu_2/Relu_output_0 \
+      /layer2/layer2.3/relu_2/Relu_output_0 10000 | tee -a "$res" ;;
+  esac
+  case " $big_models " in *" resnet18 "*)
+    echo "-- gradient step: forward + backward to the input of sum(logits * seed), ResNet-18, batch $big_gbatch: flare vs torch autograd (eager, x.requires_grad_()) --"
+    "$build/bench/bench_nn" grad "$big" 224 "$threads" "$big_reps" "$big_gbatch" resnet18 | tee -a "$res"
+    /usr/bin/python3 bench/torch_bench.py grad 224 "$threads" "$big_reps" "$big_gbatch" resnet18 \
+      | sed 's/"name": "/"name": "torch_/' | tee -a "$res" ;;
+  esac
+  echo "{\"name\": \"big_load_after\", \"loadavg\": $(cut -d' ' -f1 /proc/loadavg)}" | tee -a "$res"
+  echo "{\"name\": \"big_section\", \"seconds\": $(( $(date +%s) - big_t0 )), \"quick\": ${BENCH_QUICK:-0}}" | tee -a "$res"
+else
+  echo "(python3-torch, python3-torchvision or python3-onnx not installed: no 224x224 section)"
 fi
 
 echo "== coverage update cost vs the forward pass (LeNet-5, batch 256, 1 thread: CPU time) =="
@@ -173,9 +232,11 @@ done
 
 have_torch=0; /usr/bin/python3 -c "import torch" 2>/dev/null && have_torch=1
 have_scipy=0; /usr/bin/python3 -c "import scipy" 2>/dev/null && have_scipy=1
-/usr/bin/python3 - "$res" "$have_torch" "$have_scipy" "${BENCH_QUICK:-0}" <<'PY'
+/usr/bin/python3 - "$res" "$have_torch" "$have_scipy" "${BENCH_QUICK:-0}" "$threads" \
+  "${BENCH_BIG:-1}" "$big_models" "$big_batches" <<'PY'
 import json, sys
 r = {}
+allv = {}  # every line of a name (the 224x224 rounds): the summary takes the median
 floors = {}
 rounds = {}  # the zoo's alternated rounds: every one kept, the summary takes the median
 for line in open(sys.argv[1]):
@@ -186,6 +247,7 @@ for line in open(sys.argv[1]):
             floors.setdefault(d["name"], []).append(d)
         if "zoo_" in d["name"]:
             rounds.setdefault(d["name"], []).append(d)
+        allv.setdefault(d["name"], []).append(d)
         r[d["name"]] = d
 have_torch, have_scipy, quick = sys.argv[2] == "1", sys.argv[3] == "1", sys.argv[4] == "1"
 def why(needs=None):
@@ -276,6 +338,86 @@ for k in ("resnet18", "mobilenet_v2", "efficientnet_b0"):
 lb, la = r.get("zoo_load_before"), r.get("zoo_load_after")
 if lb and la:
     info("zoo: 1-minute load average before / after", f"{lb['loadavg']:.1f} / {la['loadavg']:.1f}")
+# ---- 3x224x224 ----
+threads, big_on = int(sys.argv[5]), sys.argv[6] != "0"
+big_models, big_batches = sys.argv[7].split(), [int(b) for b in sys.argv[8].split(",")]
+def big_why(needs_torch=True):
+    if not big_on:
+        return "BENCH_BIG=0 skips the 224x224 section"
+    if needs_torch and not have_torch:
+        return "python3-torch not installed (scripts/deps.sh bench)"
+    return why()
+def med(name, key):
+    v = [d[key] for d in allv.get(name, []) if key in d]
+    return median(v) if v else None
+tgt_ips = 1.5 if threads >= 2 else 1.0
+print(f"  -- 3x224x224, {threads} threads, flare vs PyTorch frozen (jit.freeze of the scripted eval model) --")
+for m in big_models:
+    for b in (1, 8, 32):
+        what = f"{m} b{b} 224x224: flare/PyTorch-frozen images/s"
+        f, t = med(f"big_{m}_b{b}", "images_per_s"), med(f"torch_big_{m}_b{b}_frozen", "images_per_s")
+        if f and t:
+            row(what, f"{f / t:.2f}x ({f:.1f}/{t:.1f})", f">= {tgt_ips}x", f / t >= tgt_ips)
+        elif b not in big_batches:
+            missing(what, f">= {tgt_ips}x", "BENCH_QUICK=1 runs batch " + ",".join(map(str, big_batches)))
+        else:
+            missing(what, f">= {tgt_ips}x", big_why(f is not None))
+        fe = med(f"torch_big_{m}_b{b}_eager", "images_per_s")
+        if f and fe:
+            info(f"{m} b{b} 224x224: flare/PyTorch-eager images/s", f"{f / fe:.2f}x ({f:.1f}/{fe:.1f})")
+        ff, tf = med(f"big_{m}_b{b}", "first_s"), med(f"torch_big_{m}_b{b}_frozen", "first_s")
+        if ff and tf:
+            info(f"{m} b{b}: time to first output, flare / frozen torch", f"{ff:.2f}/{tf:.2f} s")
+    what = f"{m} 224x224: fl_onnx_load / onnx.load time"
+    f, t = med(f"big_{m}_load", "load_s"), med(f"torch_big_{m}_load", "onnx_load_s")
+    if f and t:
+        row(what, f"{f / t:.2f}x ({f:.2f}/{t:.2f}s)", "<= 2x", f <= 2 * t)
+    else:
+        missing(what, "<= 2x", big_why(f is not None))
+    for b in big_batches:
+        f, t = r.get(f"rss_flare_{m}_b{b}"), r.get(f"rss_torch_{m}_b{b}")
+        what = f"{m} b{b} 224x224: peak RSS flare / PyTorch frozen"
+        if f and t:
+            val = f"{f['kb'] / 1024:.0f}/{t['kb'] / 1024:.0f} MB"
+            if b == 32:
+                row(what, val, "<= torch", f["kb"] <= t["kb"])
+            else:
+                info(what, val)
+        elif b == 32:
+            missing(what, "<= torch", big_why(f is not None))
+    if 32 not in big_batches:
+        missing(f"{m} b32 224x224: peak RSS flare / PyTorch frozen", "<= torch",
+                "BENCH_QUICK=1 runs batch " + ",".join(map(str, big_batches)))
+c = r.get("cover_big")
+what = "ResNet-50 224 b8: all structural criteria, 3 layers / forward"
+if c:
+    row(what, f"{c['ratio'] * 100:.2f}%", "<= 25%", c["ratio"] <= 0.25)
+else:
+    missing(what, "<= 25%", big_why(False) if "resnet50" in big_models else "resnet50 not in BENCH_BIG_MODELS")
+for k in ("lsa", "dsa"):
+    c = r.get(f"sa_big_{k}")
+    what = f"ResNet-50 224 b8: {k.upper()} (512 wide, 10 000 traces) / forward"
+    if c:
+        info(what, f"{c['ratio'] * 100:.2f}% (build {c['build_s']:.1f} s once)")
+    else:
+        missing(what, "-", big_why(False) if "resnet50" in big_models else "resnet50 not in BENCH_BIG_MODELS")
+gf = [v for k, v in r.items() if k.startswith("grad_resnet18_b") and v.get("side") == 224]
+what = "ResNet-18 224 gradient step: flare/torch-autograd images/s"
+if gf:
+    t = r.get("torch_" + gf[0]["name"])
+    if t:
+        ratio = gf[0]["images_per_s"] / t["images_per_s"]
+        row(what + f" b{gf[0]['batch']}", f"{ratio:.2f}x ({gf[0]['images_per_s']:.1f}/{t['images_per_s']:.1f})",
+            ">= 1.5x", ratio >= 1.5)
+    else:
+        missing(what, ">= 1.5x", big_why())
+else:
+    missing(what, ">= 1.5x", big_why(False) if "resnet18" in big_models else "resnet18 not in BENCH_BIG_MODELS")
+lb, la, bs = r.get("big_load_before"), r.get("big_load_after"), r.get("big_section")
+if lb and la:
+    info("224x224: 1-minute load average before / after", f"{lb['loadavg']:.1f} / {la['loadavg']:.1f}")
+if bs:
+    info("224x224 section: wall time" + (" (BENCH_QUICK=1)" if bs["quick"] else ""), f"{bs['seconds']} s")
 for k, what in (("resnet18_conv1_vs_sgemm", "ResNet-18 conv1 7x7/2 (most FLOPs) / bare sgemm"),
                 ("resnet18_layer4_vs_sgemm", "ResNet-18 layer4 3x3 512 (largest W) / bare sgemm")):
     c = r.get(k)

@@ -10,7 +10,11 @@
  * CI). Each case prints one line with the measured numbers (docs/onnx.md's table).
  * FLARE_ZOO_FULL=1 runs convnext_tiny, vit_b_16 and swin_t instead of the reduced
  * configurations (cached in build/zoo-full; minutes, not for CI), FLARE_ZOO_OPSETS=7,9,11 other
- * opsets (cached in build/zoo-op7,9,11; a pair torch cannot export fails with torch's reason). */
+ * opsets (cached in build/zoo-op7,9,11; a pair torch cannot export fails with torch's reason).
+ * One case runs at ImageNet size, 3x224x224, batch 1, opset 17 (export.py's BIG:
+ * mobilenet_v2_224). (resnet18_224 is not here yet: its forward pass matches torch to 5e-7,
+ * but at 224x224 its ReLU/MaxPool kinks reach most examples — torch's own float32 gradient
+ * differs from its float64 one by 2e-2 — and grad_check's rule does not hold there.) */
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -376,7 +380,14 @@ static const zoo_model models[] = {
     {"vit_mini", "vit_b_16", 0},  {"swin_mini", "swin_t", 0},
 };
 
-enum { N_MODELS = sizeof models / sizeof models[0], MAX_OPSETS = 8 };
+/* 3x224x224, batch 1, opset 17 only (export.py's BIG) */
+static const zoo_model big_models[] = {{"mobilenet_v2_224", NULL, 1}};
+
+enum {
+    N_MODELS = sizeof models / sizeof models[0],
+    N_BIG = sizeof big_models / sizeof big_models[0],
+    MAX_OPSETS = 8
+};
 
 int main(void) {
     if (!getenv("FLARE_BIN")) setenv("FLARE_BIN", "build/flare", 1); /* tests/run.sh sets it */
@@ -399,7 +410,7 @@ int main(void) {
             n_opsets++;
         }
     }
-    enum { MAX_CASES = N_MODELS * (MAX_OPSETS + 4) + 2 };
+    enum { MAX_CASES = N_MODELS * (MAX_OPSETS + 4) + N_BIG + 2 };
     static zoo_case cases[MAX_CASES];
     static struct CMUnitTest tests[MAX_CASES];
     static char names[MAX_CASES][64];
@@ -415,6 +426,11 @@ int main(void) {
             snprintf(names[n], sizeof names[n], "%s_opset%d%s", name, cases[n].opset, c ? "_from17" : "");
             tests[n] = (struct CMUnitTest){names[n], run_case, NULL, NULL, &cases[n]};
         }
+    }
+    for (int i = 0; i < N_BIG && !*opset_list; i++, n++) {
+        cases[n] = (zoo_case){big_models[i].name, 17, big_models[i].kinked, 0};
+        snprintf(names[n], sizeof names[n], "%s_opset17", big_models[i].name);
+        tests[n] = (struct CMUnitTest){names[n], run_case, NULL, NULL, &cases[n]};
     }
     /* coverage on every layer: a ViT (two encoder layers of [N, 17, 32] tokens) and a CNN */
     static const cover_case covers[] = {{"vit_mini", 10}, {"mobilenet_v3_small", 0}};
